@@ -1,0 +1,18 @@
+// The subcommands of `iotape`. Each module adds its own to the app; the
+// callback it sets does the work and throws on failure (main prints the
+// message and exits non-zero) or throws ExitCode for other exit statuses.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace iotape::cli {
+
+struct ExitCode {
+  int code;
+};
+
+void add_import_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_cat_command(CLI::App& app);
+
+}  // namespace iotape::cli

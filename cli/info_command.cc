@@ -1,0 +1,121 @@
+// iotape info: totals of a trace.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "traces/summary.h"
+
+namespace iotape::cli {
+namespace {
+
+struct InfoOptions {
+  std::vector<std::string> traces;
+  bool json = false;
+  std::string device;
+};
+
+uint64_t file_bytes(const std::vector<std::string>& paths) {
+  uint64_t total = 0;
+  for (const auto& p : paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+void run_info(const InfoOptions& o) {
+  TraceReader reader(o.traces);
+  std::optional<DeviceFilter> only;
+  if (!o.device.empty()) only = parse_device_filter(o.device);
+  const TraceSummary s = summarize(reader, only);
+  const auto& h = reader.header();
+  const uint64_t bytes = file_bytes(o.traces);
+  const double per_io = s.ios ? static_cast<double>(bytes) / static_cast<double>(s.ios) : 0.0;
+
+  nlohmann::ordered_json j;
+  j["ios"] = s.ios;
+  j["reads"] = s.op(Op::kRead).ios;
+  j["writes"] = s.op(Op::kWrite).ios;
+  j["flushes"] = s.op(Op::kFlush).ios;
+  j["discards"] = s.op(Op::kDiscard).ios;
+  j["write_zeroes"] = s.op(Op::kWriteZeroes).ios;
+  j["other"] = s.op(Op::kOther).ios;
+  j["bytes_read"] = s.op(Op::kRead).bytes;
+  j["bytes_written"] = s.op(Op::kWrite).bytes;
+  j["bytes_discarded"] = s.op(Op::kDiscard).bytes;
+  j["first_ns"] = s.first_ns == kNoTime ? nlohmann::json() : nlohmann::json(s.first_ns);
+  j["last_ns"] = s.last_ns == kNoTime ? nlohmann::json() : nlohmann::json(s.last_ns);
+  j["duration_ns"] = s.ios ? s.last_ns - s.first_ns : 0;
+  j["dropped_events"] = s.dropped_events;
+  j["late_ios"] = s.late_ios;
+  j["errors"] = s.errors;
+  j["with_queue_time"] = s.with_queue_time;
+  j["with_completion"] = s.with_completion;
+  j["file_bytes"] = bytes;
+  j["bytes_per_io"] = std::round(per_io * 1000) / 1000;
+  j["source"] = v1::Source_Name(h.source());
+  j["source_detail"] = h.source_detail();
+  j["clock"] = v1::ClockDomain_Name(h.clock());
+  auto devs = nlohmann::json::array();
+  for (int i = 0; i < h.devices_size(); ++i) {
+    const auto& d = h.devices(i);
+    if (only && (d.major() != only->major || d.minor() != only->minor)) continue;
+    devs.push_back({{"index", i},
+                    {"dev", fmt::format("{}:{}", d.major(), d.minor())},
+                    {"name", d.name()},
+                    {"model", d.model()},
+                    {"size_bytes", d.size_bytes()},
+                    {"ios", i < static_cast<int>(s.ios_per_device.size()) ? s.ios_per_device[i] : 0}});
+  }
+  j["devices"] = devs;
+  j["damaged"] = s.status.damaged;
+  if (s.status.damaged) j["damage"] = s.status.message;
+
+  if (o.json) {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("trace      {}\n", fmt::join(o.traces, " "));
+    fmt::print("source     {} {}  clock {}  host {}  kernel {}\n", v1::Source_Name(h.source()),
+               h.source_detail(), v1::ClockDomain_Name(h.clock()), h.host(), h.kernel());
+    fmt::print("IOs        {}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})\n", s.ios,
+               s.op(Op::kRead).ios, s.op(Op::kWrite).ios, s.op(Op::kFlush).ios, s.op(Op::kDiscard).ios,
+               s.op(Op::kWriteZeroes).ios, s.op(Op::kOther).ios);
+    fmt::print("bytes      read {}  written {}  discarded {}\n", s.op(Op::kRead).bytes, s.op(Op::kWrite).bytes,
+               s.op(Op::kDiscard).bytes);
+    if (s.ios)
+      fmt::print("time       {:.6f} s  (first {} ns, last {} ns)\n", (s.last_ns - s.first_ns) / 1e9, s.first_ns,
+                 s.last_ns);
+    fmt::print("lost       {} dropped events, {} late IOs, {} IOs with errors\n", s.dropped_events, s.late_ios,
+               s.errors);
+    fmt::print("size       {} bytes, {:.3f} bytes per IO\n", bytes, per_io);
+    for (const auto& d : devs)
+      fmt::print("device     #{} {} {} {} {} bytes: {} IOs\n", d["index"].get<int>(), d["dev"].get<std::string>(),
+                 d["name"].get<std::string>(), d["model"].get<std::string>(), d["size_bytes"].get<uint64_t>(),
+                 d["ios"].get<uint64_t>());
+  }
+  if (s.status.damaged) {
+    fmt::print(stderr, "iotape: warning: {} (totals cover the IOs before it)\n", s.status.message);
+    throw ExitCode{2};
+  }
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto o = std::make_shared<InfoOptions>();
+  auto* sub = app.add_subcommand("info", "Totals of a trace: IOs, bytes, time span, losses, size per IO");
+  sub->add_option("TRACE", o->traces, "Trace file(s); several are read as one trace (rotated parts)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_flag("--json", o->json, "One JSON object (keys: ios, reads, writes, flushes, discards, bytes_read, "
+                                   "bytes_written, first_ns, last_ns, dropped_events, file_bytes, bytes_per_io, "
+                                   "devices, ...)");
+  sub->add_option("--device", o->device, "Count only the IOs of this device (MAJ:MIN)");
+  sub->footer("Exit status: 0 clean, 1 error, 2 the trace is damaged (totals stop at the damage).");
+  sub->callback([o] { run_info(*o); });
+}
+
+}  // namespace iotape::cli

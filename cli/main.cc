@@ -1,0 +1,28 @@
+#include <google/protobuf/stubs/common.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "traces/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"iotape: record, import, inspect, replay and analyse block-I/O traces"};
+  app.set_version_flag("--version", std::string("iotape ") + iotape::kVersion);
+  app.require_subcommand(1);
+  iotape::cli::add_import_command(app);
+  iotape::cli::add_info_command(app);
+  iotape::cli::add_cat_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const iotape::cli::ExitCode& e) {
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "iotape: %s\n", e.what());
+    return 1;
+  }
+  google::protobuf::ShutdownProtobufLibrary();
+  return 0;
+}

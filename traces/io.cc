@@ -1,0 +1,17 @@
+#include "traces/io.h"
+
+namespace iotape {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::kRead: return "read";
+    case Op::kWrite: return "write";
+    case Op::kFlush: return "flush";
+    case Op::kDiscard: return "discard";
+    case Op::kWriteZeroes: return "write-zeroes";
+    case Op::kOther: return "other";
+  }
+  return "other";
+}
+
+}  // namespace iotape
