@@ -1,0 +1,72 @@
+// Shared pieces for iotape's tests: real sample traces, scratch directories,
+// loop devices and external commands. Everything made here is removed by the
+// object that made it, by its own id.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace iotape::test {
+
+// Path of a file in ../shared/traces/real, or nullopt when the folder is
+// absent. Absent samples skip the test with a loud WARN, except under CI
+// (environment variable CI set), where they fail it.
+std::optional<std::string> real_trace(const std::string& name);
+
+// True when running as root with the given capability present; tests that
+// need it call require_root() which skips loudly outside CI and fails in CI.
+bool require_root(const std::string& why);
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& base = "");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A loop device over a sparse file of `bytes` in /dev/shm (tmpfs), detached
+// and deleted on destruction. Throws if losetup fails.
+class LoopDevice {
+ public:
+  explicit LoopDevice(uint64_t bytes, bool direct_io = false);
+  ~LoopDevice();
+  LoopDevice(const LoopDevice&) = delete;
+  LoopDevice& operator=(const LoopDevice&) = delete;
+  const std::string& path() const { return dev_; }       // /dev/loopN
+  std::string name() const;                              // loopN
+  const std::string& backing_file() const { return file_; }
+  uint32_t major() const;
+  uint32_t minor() const;
+
+ private:
+  std::string file_;
+  std::string dev_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs `command` with /bin/sh and captures its output.
+CommandResult run(const std::string& command);
+
+// Fields of /sys/block/NAME/stat (see Documentation/block/stat.rst).
+struct BlockStat {
+  uint64_t read_ios, read_merges, read_sectors, read_ticks;
+  uint64_t write_ios, write_merges, write_sectors, write_ticks;
+  uint64_t in_flight, io_ticks, time_in_queue;
+};
+BlockStat block_stat(const std::string& name);
+
+// Path of the built iotape binary (set by CMake).
+std::string iotape_binary();
+
+}  // namespace iotape::test
