@@ -82,12 +82,12 @@ LoopDevice::~LoopDevice() {
 
 std::string LoopDevice::name() const { return dev_.substr(dev_.rfind('/') + 1); }
 
-uint32_t LoopDevice::major() const {
+uint32_t LoopDevice::dev_major() const {
   struct stat st;
   return ::stat(dev_.c_str(), &st) == 0 ? ::major(st.st_rdev) : 0;
 }
 
-uint32_t LoopDevice::minor() const {
+uint32_t LoopDevice::dev_minor() const {
   struct stat st;
   return ::stat(dev_.c_str(), &st) == 0 ? ::minor(st.st_rdev) : 0;
 }

@@ -43,8 +43,8 @@ class LoopDevice {
   const std::string& path() const { return dev_; }       // /dev/loopN
   std::string name() const;                              // loopN
   const std::string& backing_file() const { return file_; }
-  uint32_t major() const;
-  uint32_t minor() const;
+  uint32_t dev_major() const;
+  uint32_t dev_minor() const;
 
  private:
   std::string file_;
