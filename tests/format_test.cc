@@ -1,25 +1,509 @@
-#include <catch2/catch.hpp>
+// The trace format: every field round-trips, damage is found and contained,
+// seeking works with and without the index.
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/test_support.h"
+#include "traces/chunk_codec.h"
+#include "traces/error.h"
+#include "traces/frame.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
 
 using namespace iotape;
+using iotape::test::TempDir;
 
-TEST_CASE("smoke") {
+namespace {
+
+// An IO with owned strings, for comparing what was written with what is read.
+struct OwnedIo {
+  Io io;
+  std::string comm;
+};
+
+std::vector<OwnedIo> random_ios(size_t n, uint32_t seed, uint32_t devices = 3) {
+  std::mt19937_64 rng(seed);
+  static const std::vector<std::string> comms = {"", "fio", "kworker/u256:1", "postgres: wal", "名前", "x"};
+  std::vector<OwnedIo> out(n);
+  int64_t t = 1'700'000'000'000'000'000;  // a Unix-epoch-sized start
+  for (size_t i = 0; i < n; ++i) {
+    Io& io = out[i].io;
+    t += static_cast<int64_t>(rng() % 200'000);
+    io.issue_ns = t;
+    io.queue_ns = rng() % 4 ? t - static_cast<int64_t>(rng() % 50'000) : kNoTime;
+    io.complete_ns = rng() % 5 ? t + static_cast<int64_t>(rng() % 5'000'000) : kNoTime;
+    io.offset = (rng() % (1ull << 40)) & ~511ull;
+    if (rng() % 3 == 0 && i > 0) io.offset = out[i - 1].io.end();  // sequential runs
+    io.length = 512 * (1 + rng() % 256);
+    io.device = static_cast<uint32_t>(rng() % devices);
+    io.op = static_cast<Op>(rng() % kOpCount);
+    io.flags = static_cast<uint32_t>(rng() % 128);
+    io.status = rng() % 50 == 0 ? -5 : 0;
+    io.pid = rng() % 10 == 0 ? 0 : static_cast<uint32_t>(1000 + rng() % 5);
+    out[i].comm = comms[rng() % comms.size()];
+    io.cgroup = rng() % 2 ? 4242 + rng() % 3 : 0;
+    io.cpu = static_cast<int32_t>(rng() % 3) - 1;
+    io.source_index = rng() % 2 ? static_cast<int64_t>(i + rng() % 7) - 3 : -1;
+    if (io.source_index < -1) io.source_index = -1;
+  }
+  for (auto& o : out) o.io.comm = o.comm;
+  return out;
+}
+
+v1::TraceHeader test_header(uint32_t devices) {
   v1::TraceHeader h;
+  h.set_source(v1::SOURCE_SYNTH);
+  h.set_host("testhost");
+  h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
+  for (uint32_t d = 0; d < devices; ++d) {
+    auto* dev = h.add_devices();
+    dev->set_major(8);
+    dev->set_minor(16 * d);
+    dev->set_name("sd" + std::string(1, static_cast<char>('a' + d)));
+  }
+  return h;
+}
+
+void write_trace(const std::string& path, const std::vector<OwnedIo>& ios, WriterOptions opt = {},
+                 bool close = true) {
+  TraceWriter w(path, test_header(3), opt);
+  for (const auto& o : ios) w.append(o.io);
+  if (close) w.close();
+}
+
+void require_same(const Io& a, const Io& b) {
+  INFO("issue " << a.issue_ns);
+  REQUIRE(a.issue_ns == b.issue_ns);
+  REQUIRE(a.queue_ns == b.queue_ns);
+  REQUIRE(a.complete_ns == b.complete_ns);
+  REQUIRE(a.offset == b.offset);
+  REQUIRE(a.length == b.length);
+  REQUIRE(a.device == b.device);
+  REQUIRE(a.op == b.op);
+  REQUIRE(a.flags == b.flags);
+  REQUIRE(a.status == b.status);
+  REQUIRE(a.pid == b.pid);
+  REQUIRE(a.comm == b.comm);
+  REQUIRE(a.cgroup == b.cgroup);
+  REQUIRE(a.cpu == b.cpu);
+  REQUIRE(a.source_index == b.source_index);
+}
+
+std::vector<Io> read_all(TraceReader& r, std::vector<std::string>* comms) {
+  std::vector<Io> out;
+  for (auto b = r.next_batch(); !b.empty(); b = r.next_batch())
+    for (const Io& io : b) {
+      out.push_back(io);
+      comms->emplace_back(io.comm);
+    }
+  for (size_t i = 0; i < out.size(); ++i) out[i].comm = (*comms)[i];
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void spit(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<long>(data.size()));
+}
+
+// Byte offsets of every frame in a trace file (header, chunks, index), found
+// by walking the frame headers the way docs/format.md describes.
+std::vector<uint64_t> frame_offsets(const std::string& data) {
+  std::vector<uint64_t> out;
+  uint64_t p = sizeof frame::kFileMagic;
+  std::string why;
+  while (p + frame::kHeaderSize <= data.size()) {
+    auto h = frame::decode_header(data.data() + p, &why);
+    if (!h) break;
+    out.push_back(p);
+    p += frame::kHeaderSize + h->stored_len;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every field of every IO round-trips across chunks") {
+  TempDir dir;
+  const auto ios = random_ios(10'000, 1);
+  WriterOptions opt;
+  opt.chunk_ios = 777;  // many chunks, one partial
+  write_trace(dir.file("t.iot"), ios, opt);
+  TraceReader r(dir.file("t.iot"));
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  REQUIRE(got.size() == ios.size());
+  for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
+  CHECK_FALSE(r.status().damaged);
+  REQUIRE(r.has_index());
+  CHECK(r.index()->ios() == ios.size());
+  CHECK(r.index()->chunks_size() == (10'000 + 776) / 777);
+  CHECK(r.header().host() == "testhost");
+  CHECK(r.header().format_version() == 1);
+  CHECK(r.header().creator() == "iotape");
+}
+
+TEST_CASE("extreme values round-trip") {
+  TempDir dir;
+  std::vector<OwnedIo> ios(4);
+  ios[0].io.issue_ns = INT64_MIN + 1;
+  ios[0].io.complete_ns = INT64_MAX;
+  ios[1].io.issue_ns = INT64_MAX;
+  ios[1].io.queue_ns = INT64_MIN + 1;
+  ios[1].io.offset = UINT64_MAX - 1;
+  ios[1].io.length = 1;
+  ios[2].io.issue_ns = 0;
+  ios[2].io.offset = 0;
+  ios[2].io.length = UINT64_MAX;
+  ios[2].io.pid = UINT32_MAX;
+  ios[2].io.cgroup = UINT64_MAX;
+  ios[2].io.status = INT32_MIN;
+  ios[3].io.issue_ns = -5;
+  ios[3].io.cpu = INT32_MAX;
+  ios[3].io.source_index = INT64_MAX;
+  ios[3].io.flags = UINT32_MAX;
+  ios[3].comm = std::string(300, 'c');
+  ios[3].io.comm = ios[3].comm;
+  write_trace(dir.file("x.iot"), ios);
+  TraceReader r(dir.file("x.iot"));
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  REQUIRE(got.size() == 4);
+  for (size_t i = 0; i < 4; ++i) require_same(got[i], ios[i].io);
+}
+
+TEST_CASE("absent fields leave their columns empty") {
+  std::vector<Io> ios(100);
+  for (size_t i = 0; i < ios.size(); ++i) {
+    ios[i].issue_ns = static_cast<int64_t>(i) * 1000;
+    ios[i].offset = i * 4096;
+    ios[i].length = 4096;
+  }
+  v1::Chunk c;
+  encode_chunk(ios, 0, &c);
+  CHECK(c.time_quantum_ns() == 1000);
+  CHECK(c.offset_shift() == 12);
+  CHECK(c.queue_to_issue_size() == 0);
+  CHECK(c.issue_to_complete_size() == 0);
+  CHECK(c.pid_delta_size() == 0);
+  CHECK(c.comm_size() == 0);
+  CHECK(c.cpu_size() == 0);
+  CHECK(c.cgroup_delta_size() == 0);
+  CHECK(c.source_delta_size() == 0);
+  CHECK(c.device_size() == 0);
+  CHECK(c.status_size() == 0);
+  CHECK(c.offset_delta_size() == 0);  // perfectly sequential
+  // Columns present: issue deltas (all 1 after the quantum) and lengths (all 1).
+  CHECK(c.issue_delta_size() == 100);
+  CHECK(c.length_size() == 100);
+  std::vector<Io> back;
+  std::string why;
+  REQUIRE(decode_chunk(c, &back, &why));
+  for (size_t i = 0; i < ios.size(); ++i) require_same(back[i], ios[i]);
+}
+
+TEST_CASE("the reorder window sorts and counts what falls outside it") {
+  TempDir dir;
+  auto ios = random_ios(5000, 2);
+  // Swap neighbours: out of order by less than 1 ms.
+  for (size_t i = 0; i + 1 < ios.size(); i += 2) std::swap(ios[i], ios[i + 1]);
+  for (auto& o : ios) o.io.comm = o.comm;
+  // And one IO that arrives far too late.
+  OwnedIo late = ios[100];
+  late.io.issue_ns = ios[0].io.issue_ns - 1'000'000'000;
+  late.comm = "late";
+  late.io.comm = late.comm;
+  WriterOptions opt;
+  opt.reorder_window_ns = 1'000'000;
+  opt.chunk_ios = 1000;
   {
-    TraceWriter w("/tmp/smoke.iot", h);
-    Io io;
-    io.issue_ns = 5;
-    io.length = 4096;
-    io.comm = "fio";
-    w.append(io);
+    TraceWriter w(dir.file("r.iot"), test_header(3), opt);
+    for (size_t i = 0; i < ios.size(); ++i) {
+      w.append(ios[i].io);
+      if (i == 3000) w.append(late.io);
+    }
+    w.close();
+    CHECK(w.stats().late_ios == 1);
+  }
+  TraceReader r(dir.file("r.iot"));
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  REQUIRE(got.size() == ios.size() + 1);
+  CHECK(r.late_ios() == 1);
+  size_t out_of_order = 0;
+  for (size_t i = 1; i < got.size(); ++i) out_of_order += got[i].issue_ns < got[i - 1].issue_ns;
+  CHECK(out_of_order == 1);  // only the late IO, written where it arrived
+  CHECK(std::count_if(got.begin(), got.end(), [](const Io& io) { return io.comm == "late"; }) == 1);
+}
+
+TEST_CASE("dropped events and late devices are kept in the trace") {
+  TempDir dir;
+  auto ios = random_ios(3000, 3, 1);
+  WriterOptions opt;
+  opt.chunk_ios = 1000;
+  {
+    TraceWriter w(dir.file("d.iot"), test_header(1), opt);
+    for (size_t i = 0; i < ios.size(); ++i) {
+      if (i == 1500) {
+        v1::Device d;
+        d.set_major(259);
+        d.set_minor(0);
+        d.set_name("nvme0n1");
+        CHECK(w.add_device(d) == 1);
+        w.add_dropped(7);
+      }
+      Io io = ios[i].io;
+      if (i >= 1500) io.device = 1;
+      w.append(io);
+    }
+    w.add_dropped(5);
     w.close();
   }
-  TraceReader r("/tmp/smoke.iot");
+  for (bool with_index : {true, false}) {
+    if (!with_index) {
+      // Cut the index off: the chunks alone must carry devices and losses.
+      const std::string data = slurp(dir.file("d.iot"));
+      auto frames = frame_offsets(data);
+      spit(dir.file("d.iot"), data.substr(0, frames.back()));
+    }
+    TraceReader r(dir.file("d.iot"));
+    CHECK(r.has_index() == with_index);
+    std::vector<std::string> comms;
+    auto got = read_all(r, &comms);
+    REQUIRE(got.size() == 3000);
+    CHECK(r.dropped_events() == 12);
+    REQUIRE(r.header().devices_size() == 2);
+    CHECK(r.header().devices(1).name() == "nvme0n1");
+    CHECK(got[2999].device == 1);
+    CHECK_FALSE(r.status().damaged);
+  }
+}
+
+TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
+  TempDir dir;
+  const auto ios = random_ios(2000, 4);
+  WriterOptions opt;
+  opt.chunk_ios = 100;
+  write_trace(dir.file("full.iot"), ios, opt);
+  const std::string data = slurp(dir.file("full.iot"));
+  const auto frames = frame_offsets(data);
+  REQUIRE(frames.size() == 1 + 20 + 1);  // header, chunks, index
+
+  auto check_cut = [&](uint64_t cut) {
+    INFO("cut at byte " << cut << " of " << data.size());
+    spit(dir.file("cut.iot"), data.substr(0, cut));
+    const uint64_t first_chunk = frames[1];
+    if (cut < first_chunk) {
+      // Nothing but (part of) the header: not readable as a trace, cleanly refused.
+      REQUIRE_THROWS_AS(TraceReader(dir.file("cut.iot")), TraceError);
+      return;
+    }
+    TraceReader r(dir.file("cut.iot"));
+    std::vector<std::string> comms;
+    auto got = read_all(r, &comms);
+    // Complete chunks before the cut are all there, exactly.
+    size_t complete = 0;
+    for (size_t f = 1; f + 1 < frames.size(); ++f)
+      if (frames[f + 1] <= cut) ++complete;
+    REQUIRE(got.size() == std::min<size_t>(complete * 100, ios.size()));
+    for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
+    // Cut inside the tail: every frame, the index too, is whole.
+    const bool in_tail = cut >= data.size() - frame::kTailSize;
+    const bool at_boundary = std::find(frames.begin(), frames.end(), cut) != frames.end() || in_tail;
+    REQUIRE(r.status().damaged == !at_boundary);
+    if (!at_boundary) {
+      REQUIRE_THAT(r.status().message, Catch::Contains("cut.iot: byte "));
+      REQUIRE(r.status().file_offset <= cut);
+    }
+  };
+  for (uint64_t f : frames) check_cut(f);
+  for (uint64_t k = 0; k <= frame::kTailSize; ++k) check_cut(data.size() - k);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 300; ++i) check_cut(rng() % data.size());
+}
+
+TEST_CASE("flipped bytes are detected, never decoded into garbage") {
+  TempDir dir;
+  const auto ios = random_ios(2000, 6);
+  WriterOptions opt;
+  opt.chunk_ios = 250;
+  write_trace(dir.file("full.iot"), ios, opt);
+  const std::string data = slurp(dir.file("full.iot"));
+  const auto frames = frame_offsets(data);
+  std::mt19937 rng(7);
+  int damaged = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string bad = data;
+    const size_t at = rng() % bad.size();
+    bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
+    spit(dir.file("bad.iot"), bad);
+    INFO("flipped byte " << at);
+    std::vector<Io> got;
+    std::vector<std::string> comms;
+    try {
+      TraceReader r(dir.file("bad.iot"));
+      got = read_all(r, &comms);
+      damaged += r.status().damaged;
+    } catch (const TraceError& e) {
+      REQUIRE(at < frames[1]);  // only header damage may refuse the file
+      REQUIRE(std::string(e.what()).find("bad.iot") != std::string::npos);
+      continue;
+    }
+    // Whatever came back is an exact prefix of the original IOs.
+    REQUIRE(got.size() <= ios.size());
+    for (size_t k = 0; k < got.size(); ++k) require_same(got[k], ios[k].io);
+  }
+  CHECK(damaged > 300);
+}
+
+TEST_CASE("skip_damaged reads past a corrupt chunk") {
+  TempDir dir;
+  const auto ios = random_ios(1000, 8);
+  WriterOptions opt;
+  opt.chunk_ios = 100;
+  write_trace(dir.file("t.iot"), ios, opt);
+  std::string data = slurp(dir.file("t.iot"));
+  const auto frames = frame_offsets(data);
+  data[frames[4] + frame::kHeaderSize + 10] ^= 0x55;  // inside chunk 3's payload
+  spit(dir.file("t.iot"), data);
+
+  TraceReader strict(dir.file("t.iot"));
+  std::vector<std::string> c1;
+  CHECK(read_all(strict, &c1).size() == 300);
+  CHECK(strict.status().damaged);
+  CHECK(strict.status().file_offset == frames[4]);
+  CHECK(strict.status().message.find("checksum") != std::string::npos);
+
+  TraceReader lenient(dir.file("t.iot"), ReaderOptions{.skip_damaged = true});
+  std::vector<std::string> c2;
+  auto got = read_all(lenient, &c2);
+  REQUIRE(got.size() == 900);
+  require_same(got[300], ios[400].io);
+  CHECK(lenient.status().skipped_regions == 1);
+}
+
+TEST_CASE("seek_time lands on the first IO at or after the time, with and without index") {
+  TempDir dir;
+  const auto ios = random_ios(5000, 9);
+  WriterOptions opt;
+  opt.chunk_ios = 300;
+  write_trace(dir.file("t.iot"), ios, opt);
+  std::string no_index = slurp(dir.file("t.iot"));
+  no_index.resize(frame_offsets(no_index).back());
+  spit(dir.file("n.iot"), no_index);
+  for (const char* name : {"t.iot", "n.iot"}) {
+    TraceReader r(dir.file(name));
+    CHECK(r.has_index() == (std::string(name) == "t.iot"));
+    for (size_t target : {size_t{0}, size_t{1}, size_t{299}, size_t{300}, size_t{2500}, size_t{4999}}) {
+      INFO(name << " target " << target);
+      r.seek_time(ios[target].io.issue_ns);
+      Io io;
+      REQUIRE(r.next(io));
+      // IOs may share an issue time; the first of them is the answer.
+      size_t expect = target;
+      while (expect > 0 && ios[expect - 1].io.issue_ns == ios[target].io.issue_ns) --expect;
+      REQUIRE(io.issue_ns == ios[expect].io.issue_ns);
+      REQUIRE(io.offset == ios[expect].io.offset);
+    }
+    r.seek_time(ios.back().io.issue_ns + 1);
+    Io io;
+    CHECK_FALSE(r.next(io));
+  }
+}
+
+TEST_CASE("several files read as one trace") {
+  TempDir dir;
+  const auto ios = random_ios(3000, 10);
+  WriterOptions opt;
+  opt.chunk_ios = 400;
+  std::vector<OwnedIo> a(ios.begin(), ios.begin() + 1000), b(ios.begin() + 1000, ios.end());
+  write_trace(dir.file("p0.iot"), a, opt);
+  write_trace(dir.file("p1.iot"), b, opt);
+  TraceReader r({dir.file("p0.iot"), dir.file("p1.iot")});
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  REQUIRE(got.size() == 3000);
+  for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
+  r.seek_time(ios[2000].io.issue_ns);
   Io io;
   REQUIRE(r.next(io));
-  CHECK(io.comm == "fio");
-  CHECK(io.issue_ns == 5);
-  CHECK(!r.next(io));
+  CHECK(io.issue_ns == ios[2000].io.issue_ns);
+}
+
+TEST_CASE("a writer killed without close leaves every flushed chunk readable") {
+  TempDir dir;
+  const auto ios = random_ios(1000, 11);
+  const std::string path = dir.file("killed.iot");
+  pid_t child = ::fork();
+  if (child == 0) {
+    WriterOptions opt;
+    opt.durability = Durability::kWrite;
+    opt.flush_interval_ns = 0;  // every tick flushes
+    TraceWriter w(path, test_header(3), opt);
+    for (size_t i = 0; i < 600; ++i) w.append(ios[i].io);
+    w.tick();
+    for (size_t i = 600; i < 1000; ++i) w.append(ios[i].io);  // never flushed
+    ::kill(::getpid(), SIGKILL);
+  }
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  REQUIRE(WIFSIGNALED(st));
+  TraceReader r(path);
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  REQUIRE(got.size() == 600);
+  for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
+  CHECK_FALSE(r.has_index());
+  CHECK_FALSE(r.status().damaged);
+}
+
+TEST_CASE("a full disk stops the writer with a clear error and a valid file") {
+  if (!iotape::test::require_root("mount a small tmpfs")) return;
+  TempDir dir;
+  REQUIRE(::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=64k") == 0);
+  struct Unmount {
+    std::string p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{dir.path()};
+  // Random data does not compress: a few thousand IOs overflow 64 KiB.
+  const auto ios = random_ios(20'000, 12);
+  WriterOptions opt;
+  opt.chunk_ios = 200;
+  std::string message;
+  uint64_t written = 0;
+  {
+    TraceWriter w(dir.file("full.iot"), test_header(3), opt);
+    try {
+      for (const auto& o : ios) w.append(o.io);
+      w.close();
+    } catch (const TraceError& e) {
+      message = e.what();
+    }
+    written = w.stats().ios;
+  }
+  REQUIRE_THAT(message, Catch::Contains("full.iot") && Catch::Contains("No space left on device"));
+  REQUIRE(written > 0);
+  TraceReader r(dir.file("full.iot"));
+  std::vector<std::string> comms;
+  auto got = read_all(r, &comms);
+  CHECK(got.size() == written);
+  CHECK_FALSE(r.status().damaged);
+}
+
+TEST_CASE("files that are not traces are refused with the file and offset") {
+  TempDir dir;
+  spit(dir.file("empty.iot"), "");
+  spit(dir.file("text.iot"), "hello, I am a CSV file\n1,2,3\n");
+  REQUIRE_THROWS_WITH(TraceReader(dir.file("empty.iot")), Catch::Contains("empty.iot: byte 0: not an iotape trace"));
+  REQUIRE_THROWS_WITH(TraceReader(dir.file("text.iot")), Catch::Contains("text.iot: byte 0"));
+  REQUIRE_THROWS_WITH(TraceReader(dir.file("missing.iot")), Catch::Contains("missing.iot: cannot open trace"));
 }

@@ -146,8 +146,8 @@ class TraceReader::Impl {
   std::span<const Io> next_batch() {
     while (cur_ < files_.size()) {
       File& f = files_[cur_];
-      if (f.done || status_.damaged) {
-        if (status_.damaged && !opt_.skip_damaged) return {};
+      if (status_.damaged && !opt_.skip_damaged) return {};
+      if (f.done) {
         ++cur_;
         continue;
       }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs iotape's build and test dependencies (Debian bookworm, as root) and
+# builds it into build/. Idempotent and quiet when everything is in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev
+  liburing-dev libprotobuf-dev protobuf-compiler libzstd-dev zstd
+  catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
+  fio blktrace e2fsprogs util-linux chromium
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "iotape setup: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "iotape setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build --quiet 2>&1 | grep -v '^ninja: no work to do' || true
+test -x build/cli/iotape
