@@ -1,0 +1,151 @@
+#include "analysis/accumulators.h"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <limits>
+
+namespace iotape::analysis {
+
+void BusyTime::add(int64_t start, int64_t end) {
+  if (end <= start) return;
+  if (!open_) {
+    open_ = true;
+    seg_start_ = start;
+    seg_end_ = end;
+  } else if (start > seg_end_) {
+    closed_ns_ += seg_end_ - seg_start_;
+    seg_start_ = start;
+    seg_end_ = end;
+  } else if (start >= seg_start_ || end >= seg_start_) {
+    seg_start_ = std::min(seg_start_, start);
+    seg_end_ = std::max(seg_end_, end);
+  } else {
+    closed_ns_ += end - start;  // late, and wholly before the open segment
+  }
+}
+
+int QueueDepth::bucket_of(uint64_t qd) {
+  if (qd <= 3) return qd == 0 ? 0 : static_cast<int>(qd) - 1;
+  if (qd <= 5) return 3;
+  if (qd <= 10) return 4;
+  if (qd <= 20) return 5;
+  if (qd <= 32) return 6;
+  return 7;
+}
+
+void QueueDepth::add(const Io& io) {
+  while (!outstanding_.empty() && outstanding_.top() <= io.issue_ns) outstanding_.pop();
+  const uint64_t qd = outstanding_.size() + 1;
+  ++buckets_[bucket_of(qd)];
+  ++ios_;
+  sum_ += qd;
+  max_ = std::max(max_, qd);
+  if (io.has_complete() && io.complete_ns > io.issue_ns) outstanding_.push(io.complete_ns);
+}
+
+int SizeMix::bucket_of(uint64_t bytes) {
+  constexpr uint64_t k = 1024;
+  if (bytes < 4 * k) return 0;
+  if (bytes > 128 * k) return 7;
+  // 4K -> 1, 8K -> 2, ... 128K -> 6; sizes in between round down.
+  return std::bit_width(bytes / (4 * k));
+}
+
+void SizeMix::add(const Io& io) {
+  ++buckets_[bucket_of(io.length)];
+  histogram_.add(io.length);
+}
+
+namespace {
+constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+}
+
+void Sequential::add(const Io& io) {
+  if (io.device >= next_offset_.size()) next_offset_.resize(io.device + 1, {kNone, kNone});
+  uint64_t& next = next_offset_[io.device][io.op == Op::kWrite ? 1 : 0];
+  ++ios_;
+  sequential_ += next == io.offset;
+  next = io.end();
+}
+
+void OpLatency::add(const Io& io) {
+  if (io.has_complete()) d2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.issue_ns)));
+  if (io.has_queue()) {
+    q2d.add(static_cast<uint64_t>(std::max<int64_t>(0, io.issue_ns - io.queue_ns)));
+    if (io.has_complete()) q2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.queue_ns)));
+  }
+}
+
+TimeSeries::TimeSeries(size_t max_points, int64_t interval_ns)
+    : max_points_(std::max<size_t>(max_points, 2)), interval_ns_(interval_ns) {}
+
+void TimeSeries::add(const Io& io) {
+  const int64_t t = std::max<int64_t>(0, io.issue_ns - origin_ns_);
+  uint64_t i = static_cast<uint64_t>(t / interval_ns_);
+  while (i >= max_points_) {
+    // Coarsen: twice the interval, neighbouring points merged.
+    for (size_t j = 0; j < points_.size(); ++j) {
+      Point& dst = points_[j / 2];
+      const Point src = points_[j];
+      if (j % 2 == 0) dst = src;
+      else {
+        dst.ios += src.ios;
+        dst.bytes_read += src.bytes_read;
+        dst.bytes_written += src.bytes_written;
+      }
+    }
+    points_.resize((points_.size() + 1) / 2);
+    interval_ns_ *= 2;
+    i = static_cast<uint64_t>(t / interval_ns_);
+  }
+  if (i >= points_.size()) points_.resize(i + 1);
+  Point& p = points_[i];
+  ++p.ios;
+  if (io.op == Op::kRead) p.bytes_read += io.length;
+  if (io.op == Op::kWrite) p.bytes_written += io.length;
+}
+
+void Processes::add(const Io& io) {
+  const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
+  Entry* e = last_ && key == last_key_ ? last_ : nullptr;
+  if (!e) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      e = &it->second;
+    } else {
+      Entry fresh;
+      if (entries_.size() >= capacity_) {
+        auto victim = std::min_element(entries_.begin(), entries_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.bytes < b.second.bytes; });
+        fresh.bytes = fresh.error_bytes = victim->second.bytes;
+        entries_.erase(victim);
+        ++evictions_;
+      }
+      fresh.pid = io.pid;
+      fresh.comm = std::string(io.comm);
+      e = &entries_.emplace(key, std::move(fresh)).first->second;
+    }
+    last_ = e;
+    last_key_ = key;
+  }
+  ++e->ios;
+  e->bytes += io.length;
+  if (io.op == Op::kRead) e->bytes_read += io.length;
+  if (io.op == Op::kWrite) e->bytes_written += io.length;
+}
+
+std::vector<Processes::Entry> Processes::top(size_t n) const {
+  std::vector<Entry> all;
+  all.reserve(entries_.size());
+  for (const auto& [k, e] : entries_) all.push_back(e);
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.pid != b.pid) return a.pid < b.pid;
+    return a.comm < b.comm;
+  });
+  if (all.size() > n) all.resize(n);
+  return all;
+}
+
+}  // namespace iotape::analysis

@@ -1,0 +1,168 @@
+// The metric accumulators of `iotape report`. Each has one job, sees the IOs
+// of the selection one at a time in issue order, and keeps a bounded state, so
+// a report of a week-long trace needs as little memory as one of a minute.
+// Definitions follow what storage reviews publish (see `iotape report --help`).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/histogram.h"
+#include "traces/io.h"
+
+namespace iotape::analysis {
+
+// Length of the union of [start, end) intervals given in non-decreasing start
+// order: the time with at least one IO outstanding. Sorted starts make the
+// union a sweep that keeps only the open segment, so no per-IO state is kept.
+// An interval that starts before the open segment (a late IO the writer could
+// not sort) is merged when it touches the segment and otherwise counted on
+// its own, which can only overstate the union by its overlap with earlier
+// segments.
+class BusyTime {
+ public:
+  void add(int64_t start, int64_t end);
+  int64_t total_ns() const { return closed_ns_ + (open_ ? seg_end_ - seg_start_ : 0); }
+
+ private:
+  bool open_ = false;
+  int64_t seg_start_ = 0;
+  int64_t seg_end_ = 0;
+  int64_t closed_ns_ = 0;
+};
+
+// Queue depth seen by each IO at its issue: the IOs outstanding then,
+// counting the IO itself. A min-heap holds the completion times of the
+// outstanding IOs (bounded by the device's queue depth); an IO completing at
+// the very instant another is issued no longer counts. IOs without a
+// completion time are counted at their issue but never outstanding.
+class QueueDepth {
+ public:
+  static constexpr std::array<std::string_view, 8> kBucketNames = {"1",    "2",     "3",     "4-5",
+                                                                   "6-10", "11-20", "21-32", ">32"};
+  void add(const Io& io);
+  uint64_t ios() const { return ios_; }
+  double mean() const { return ios_ ? static_cast<double>(sum_) / static_cast<double>(ios_) : 0.0; }
+  uint64_t max() const { return max_; }
+  const std::array<uint64_t, 8>& buckets() const { return buckets_; }
+  static int bucket_of(uint64_t qd);
+
+ private:
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> outstanding_;
+  std::array<uint64_t, 8> buckets_{};
+  uint64_t ios_ = 0;
+  uint64_t sum_ = 0;
+  uint64_t max_ = 0;
+};
+
+// Sizes of reads and writes: the review buckets plus the full histogram.
+// A size between two named buckets goes to the lower one (6 KiB counts as
+// "4K"); "128K" is exactly 128 KiB and ">128K" anything larger.
+class SizeMix {
+ public:
+  static constexpr std::array<std::string_view, 8> kBucketNames = {"<4K", "4K",  "8K",   "16K",
+                                                                   "32K", "64K", "128K", ">128K"};
+  void add(const Io& io);
+  uint64_t ios() const { return histogram_.count(); }
+  const std::array<uint64_t, 8>& buckets() const { return buckets_; }
+  const LogLinearHistogram& histogram() const { return histogram_; }
+  static int bucket_of(uint64_t bytes);
+
+ private:
+  std::array<uint64_t, 8> buckets_{};
+  LogLinearHistogram histogram_;
+};
+
+// Sequential share of reads and writes: an IO is sequential when it starts
+// where the previous IO of the same direction on the same device ended.
+class Sequential {
+ public:
+  void add(const Io& io);
+  uint64_t ios() const { return ios_; }
+  uint64_t sequential() const { return sequential_; }
+
+ private:
+  std::vector<std::array<uint64_t, 2>> next_offset_;  // [device][read, write]; kNone = no IO yet
+  uint64_t ios_ = 0;
+  uint64_t sequential_ = 0;
+};
+
+// Latency of one operation type. D2C (issue to completion) is the latency of
+// the device and the headline number; Q2D (queued to issued) and Q2C (queued
+// to completed) exist when the trace has queue times, as in blktrace's btt.
+struct OpLatency {
+  LogLinearHistogram d2c;
+  LogLinearHistogram q2d;
+  LogLinearHistogram q2c;
+  void add(const Io& io);
+};
+
+// IOs and bytes per time interval (by issue time), for IOPS and MB/s over
+// time. Starts at 1 s per point; when the series would exceed max_points the
+// interval doubles and neighbouring points merge, so memory stays bounded and
+// a week-long trace gets a coarser series.
+class TimeSeries {
+ public:
+  struct Point {
+    uint64_t ios = 0;
+    uint64_t bytes_read = 0;
+    uint64_t bytes_written = 0;
+  };
+  explicit TimeSeries(size_t max_points = 4096, int64_t interval_ns = 1'000'000'000);
+  void set_origin(int64_t origin_ns) { origin_ns_ = origin_ns; }
+  void add(const Io& io);
+  int64_t interval_ns() const { return interval_ns_; }
+  const std::vector<Point>& points() const { return points_; }
+
+ private:
+  size_t max_points_;
+  int64_t interval_ns_;
+  int64_t origin_ns_ = 0;
+  std::vector<Point> points_;
+};
+
+// Per-process totals, top N by bytes. At most `capacity` processes are
+// tracked: beyond that the one with the fewest bytes is replaced by the
+// newcomer, which inherits its byte count as an error bound (the Space-Saving
+// algorithm), so every process with more than total/capacity bytes is found
+// and its bytes are overstated by at most `error_bytes`.
+class Processes {
+ public:
+  struct Entry {
+    uint32_t pid = 0;
+    std::string comm;
+    uint64_t ios = 0;
+    uint64_t bytes = 0;
+    uint64_t bytes_read = 0;
+    uint64_t bytes_written = 0;
+    uint64_t error_bytes = 0;  // 0 unless the entry replaced an evicted one
+  };
+  explicit Processes(size_t capacity = 1024) : capacity_(capacity) {}
+  void add(const Io& io);
+  // The n entries with the most bytes, ties broken by pid then comm.
+  std::vector<Entry> top(size_t n) const;
+  bool approximate() const { return evictions_ > 0; }
+  uint64_t evictions() const { return evictions_; }
+
+ private:
+  struct Key {
+    uint32_t pid;
+    size_t comm_hash;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return k.comm_hash * 31 + k.pid; }
+  };
+  size_t capacity_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
+  Entry* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
+  Key last_key_{};
+  uint64_t evictions_ = 0;
+};
+
+}  // namespace iotape::analysis

@@ -1,0 +1,123 @@
+#include "analysis/report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "traces/error.h"
+
+namespace iotape::analysis {
+
+namespace {
+
+std::optional<int64_t> parse_seconds(std::string_view s, const std::string& whole) {
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !(v >= 0) || v > 9.2e9)
+    throw TraceError("window '" + whole + "': expected START..END in seconds from the first IO");
+  return static_cast<int64_t>(std::llround(v * 1e9));
+}
+
+// Which device indexes the filter keeps; grows as the trace adds devices.
+class DeviceSelection {
+ public:
+  explicit DeviceSelection(const std::optional<DeviceFilter>& only) : only_(only) {}
+  void update(const v1::TraceHeader& h) {
+    for (int d = static_cast<int>(keep_.size()); d < h.devices_size(); ++d)
+      keep_.push_back(!only_ || (h.devices(d).major() == only_->major && h.devices(d).minor() == only_->minor));
+  }
+  bool keeps(uint32_t device) const { return device < keep_.size() ? keep_[device] : !only_; }
+
+ private:
+  std::optional<DeviceFilter> only_;
+  std::vector<bool> keep_;
+};
+
+}  // namespace
+
+Window parse_window(const std::string& text) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) throw TraceError("window '" + text + "': expected START..END in seconds");
+  Window w;
+  w.start_ns = parse_seconds(std::string_view(text).substr(0, dots), text);
+  w.end_ns = parse_seconds(std::string_view(text).substr(dots + 2), text);
+  if (w.start_ns && w.end_ns && *w.end_ns <= *w.start_ns)
+    throw TraceError("window '" + text + "': END must be after START");
+  return w;
+}
+
+double data_rate_MBps(uint64_t bytes, int64_t busy_ns) {
+  return busy_ns > 0 ? static_cast<double>(bytes) / 1e6 / (static_cast<double>(busy_ns) / 1e9) : 0.0;
+}
+
+LogLinearHistogram Report::data_latency() const {
+  LogLinearHistogram h = latency_of(Op::kRead).d2c;
+  h.merge(latency_of(Op::kWrite).d2c);
+  return h;
+}
+
+Report analyse(TraceReader& reader, const ReportOptions& o) {
+  Report r(o.series_points, o.tracked_processes);
+  BusyTime busy, read_busy, write_busy;
+  DeviceSelection selection(o.device);
+  std::vector<bool> device_used;
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int64_t hi = std::numeric_limits<int64_t>::max();
+  bool origin_known = false;
+
+  for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch()) {
+    if (!origin_known) {
+      // The window is relative to the trace's first IO, whatever the filter.
+      origin_known = true;
+      const int64_t origin = batch.front().issue_ns;
+      if (o.window.start_ns) lo = origin + *o.window.start_ns;
+      if (o.window.end_ns) hi = origin + *o.window.end_ns;
+      r.series.set_origin(o.window.start_ns ? lo : origin);
+    }
+    if (batch.front().issue_ns >= hi) break;
+    if (batch.back().issue_ns < lo) continue;
+    selection.update(reader.header());
+    for (const Io& io : batch) {
+      if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
+      ++r.ios;
+      OpTotals& t = r.by_op[static_cast<int>(io.op)];
+      ++t.ios;
+      t.bytes += io.length;
+      r.with_queue_time += io.has_queue();
+      r.with_completion += io.has_complete();
+      r.errors += io.status != 0;
+      if (io.device >= device_used.size()) device_used.resize(io.device + 1);
+      if (!device_used[io.device]) {
+        device_used[io.device] = true;
+        ++r.devices;
+      }
+
+      const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
+      r.first_ns = r.first_ns == kNoTime ? io.issue_ns : std::min(r.first_ns, io.issue_ns);
+      r.last_ns = r.last_ns == kNoTime ? end : std::max(r.last_ns, end);
+      busy.add(io.issue_ns, end);
+      if (io.op == Op::kRead) read_busy.add(io.issue_ns, end);
+      if (io.op == Op::kWrite) write_busy.add(io.issue_ns, end);
+
+      r.latency[static_cast<int>(io.op)].add(io);
+      r.queue_depth.add(io);
+      if (io.op == Op::kRead || io.op == Op::kWrite) {
+        r.sizes.add(io);
+        r.sequential.add(io);
+      }
+      r.series.add(io);
+      r.processes.add(io);
+    }
+  }
+  r.busy_ns = busy.total_ns();
+  r.read_busy_ns = read_busy.total_ns();
+  r.write_busy_ns = write_busy.total_ns();
+  r.dropped_events = reader.dropped_events();
+  r.late_ios = reader.late_ios();
+  r.status = reader.status();
+  return r;
+}
+
+}  // namespace iotape::analysis

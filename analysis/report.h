@@ -1,0 +1,74 @@
+// The analysis behind `iotape report`: one streaming pass over a trace feeding
+// the accumulators of accumulators.h. Memory does not grow with the trace.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "analysis/accumulators.h"
+#include "traces/reader.h"
+#include "traces/summary.h"
+
+namespace iotape::analysis {
+
+// A time range relative to the first IO of the trace; either end may be open.
+struct Window {
+  std::optional<int64_t> start_ns;
+  std::optional<int64_t> end_ns;
+};
+// Parses "START..END" in seconds (decimals allowed; "10..", "..2.5" are
+// open-ended). Throws TraceError on anything else or when END <= START.
+Window parse_window(const std::string& text);
+
+struct ReportOptions {
+  std::optional<DeviceFilter> device;  // only this device's IOs
+  Window window;                       // only IOs issued in it; busy time is clipped to it
+  size_t series_points = 4096;         // bound of the IOPS/MB/s series (see TimeSeries)
+  size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
+};
+
+struct Report {
+  uint64_t ios = 0;
+  std::array<OpTotals, kOpCount> by_op{};  // indexed by Op
+  uint64_t with_completion = 0;
+  uint64_t with_queue_time = 0;
+  uint64_t errors = 0;
+  int64_t first_ns = kNoTime;  // earliest issue of the selection
+  int64_t last_ns = kNoTime;   // latest issue or completion (clipped to the window)
+  uint32_t devices = 0;        // devices with at least one selected IO
+
+  // Union of [issue, completion] of all IOs / reads only / writes only.
+  int64_t busy_ns = 0;
+  int64_t read_busy_ns = 0;
+  int64_t write_busy_ns = 0;
+
+  std::array<OpLatency, kOpCount> latency;  // indexed by Op
+  SizeMix sizes;          // reads and writes
+  Sequential sequential;  // reads and writes
+  QueueDepth queue_depth; // all IOs
+  TimeSeries series;
+  Processes processes;
+
+  uint64_t dropped_events = 0;
+  uint64_t late_ios = 0;
+  ReadStatus status;
+
+  Report(size_t series_points, size_t tracked_processes)
+      : series(series_points), processes(tracked_processes) {}
+  const OpTotals& op(Op o) const { return by_op[static_cast<int>(o)]; }
+  const OpLatency& latency_of(Op o) const { return latency[static_cast<int>(o)]; }
+  int64_t duration_ns() const { return ios ? last_ns - first_ns : 0; }
+  int64_t idle_ns() const { return duration_ns() - busy_ns; }
+  // Latency of reads and writes together (merged histograms).
+  LogLinearHistogram data_latency() const;
+};
+
+// Average data rate in MB/s (10^6 bytes per second) over a busy time; 0 when idle.
+double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
+
+// Reads the trace from where the reader stands to its end.
+Report analyse(TraceReader& reader, const ReportOptions& options = {});
+
+}  // namespace iotape::analysis

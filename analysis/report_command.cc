@@ -1,0 +1,92 @@
+// iotape report: the metrics storage reviews publish, from one trace.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "analysis/report.h"
+#include "analysis/report_output.h"
+#include "cli/commands.h"
+#include "traces/error.h"
+
+namespace iotape::cli {
+namespace {
+
+struct ReportCommandOptions {
+  std::vector<std::string> traces;
+  bool json = false;
+  bool csv = false;
+  std::string device;
+  std::string window;
+  std::string by;
+  size_t top = 10;
+  std::string series_csv;
+};
+
+void run_report(const ReportCommandOptions& o) {
+  analysis::ReportOptions ro;
+  if (!o.device.empty()) ro.device = parse_device_filter(o.device);
+  if (!o.window.empty()) ro.window = analysis::parse_window(o.window);
+  if (!o.by.empty() && o.by != "process") throw TraceError("--by '" + o.by + "': only 'process' is supported");
+  TraceReader reader(o.traces);
+  const analysis::Report r = analysis::analyse(reader, ro);
+  const analysis::OutputOptions out{o.traces, o.by == "process", o.top};
+  if (o.json) {
+    fmt::print("{}\n", analysis::report_json(r, reader.header(), out).dump(2));
+  } else if (o.csv) {
+    fmt::print("{}", analysis::report_csv(analysis::report_json(r, reader.header(), out)));
+  } else {
+    fmt::print("{}", analysis::report_text(r, reader.header(), out));
+  }
+  if (!o.series_csv.empty()) {
+    std::ofstream f(o.series_csv);
+    f << analysis::series_csv(r);
+    if (!f) throw TraceError(o.series_csv + ": cannot write the series");
+  }
+  if (r.status.damaged) {
+    fmt::print(stderr, "iotape: warning: {} (the report covers the IOs before it)\n", r.status.message);
+    throw ExitCode{2};
+  }
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto o = std::make_shared<ReportCommandOptions>();
+  auto* sub = app.add_subcommand("report", "Disk busy time, data rates, latency percentiles, IO sizes, queue depth");
+  sub->add_option("TRACE", o->traces, "Trace file(s); several are read as one trace (rotated parts)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  auto* json = sub->add_flag("--json", o->json, "One JSON object (see below)");
+  sub->add_flag("--csv", o->csv, "A flat metric,value table (the JSON keys joined with '.')")->excludes(json);
+  sub->add_option("--device", o->device, "Only the IOs of this device (MAJ:MIN)");
+  sub->add_option("--window", o->window,
+                  "START..END: only IOs issued in this range, in seconds from the trace's first IO "
+                  "(either end may be left out); busy time is clipped to END");
+  sub->add_option("--by", o->by, "'process': add per-process totals (top N by bytes)");
+  sub->add_option("--top", o->top, "Processes shown with --by process")->capture_default_str();
+  sub->add_option("--series-csv", o->series_csv, "Write IOPS and MB/s per interval (1 s, coarser on long traces) to FILE");
+  sub->footer(
+      "Definitions:\n"
+      "  busy time      time with at least one IO outstanding (union of [issue, completion]); idle excluded.\n"
+      "                 Read/write busy time count only time with a read/write in flight.\n"
+      "  data rate      bytes / busy time, in MB/s with MB = 10^6 bytes (GB = 10^9 bytes).\n"
+      "  service time   busy time / completed IOs.\n"
+      "  latency        completion - issue (D2C), per operation; with queue times also Q2D and Q2C.\n"
+      "                 Percentiles are nearest-rank, from a log-linear histogram: within 0.4% (1/256)\n"
+      "                 of the exact value.\n"
+      "  IO size        reads and writes in <4K 4K 8K 16K 32K 64K 128K >128K; a size between two buckets\n"
+      "                 counts in the lower one (6K -> 4K); 128K is exactly 128 KiB.\n"
+      "  sequential     an IO starting where the previous IO of the same direction on the same device ended.\n"
+      "  queue depth    IOs outstanding at an IO's issue, counting the IO itself (QD1 = nothing else in flight).\n"
+      "  series         IOs by issue time per 1 s; traces longer than 4096 s get coarser (2 s, 4 s, ...).\n"
+      "  processes      at most 1024 tracked; with more, the least busy are replaced and figures become\n"
+      "                 upper bounds (error_bytes in JSON).\n"
+      "JSON keys: ios, reads, writes, bytes_read, bytes_written, busy_time_ns, read_busy_time_ns,\n"
+      "  write_busy_time_ns, idle_ns, avg_data_rate_MBps {read, write, combined}, latency_ns {OP: count, mean,\n"
+      "  p50, p90, p99, p99_9, max}, q2d_ns/d2c_ns/q2c_ns, io_size_pct, io_size_histogram, sequential_pct,\n"
+      "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes, metadata.\n"
+      "Exit status: 0 clean, 1 error, 2 the trace is damaged (the report stops at the damage).");
+  sub->callback([o] { run_report(*o); });
+}
+
+}  // namespace iotape::cli
