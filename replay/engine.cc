@@ -1,0 +1,242 @@
+#include "replay/engine.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "traces/error.h"
+
+namespace iotape::replay {
+namespace {
+
+// The io_uring block-device discard command (uapi linux/fs.h, kernel 6.12);
+// older headers lack it.
+constexpr uint32_t kBlockUringCmdDiscard = _IO(0x12, 0);
+constexpr uint64_t kRegisteredLimit = 8u << 20;  // larger IOs are rare: unregistered buffers
+constexpr uint64_t kWriteRotation = 4u << 20;    // write data start offsets cycle through this
+constexpr uint64_t kAuxTag = 1ull << 63;         // the flush half of a pre-flush write
+
+void* map_buffer(size_t size) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw TraceError("cannot allocate " + std::to_string(size) + " bytes of IO buffers");
+  return p;
+}
+
+void fill(void* data, size_t size, const DataPattern& d) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  if (d.kind == DataPattern::Kind::kZero) return;  // fresh anonymous memory is zero
+  std::mt19937_64 rng(0x10a7e5eedULL);
+  const size_t random_per_block =
+      d.kind == DataPattern::Kind::kCompressible ? 4096 * static_cast<size_t>(100 - d.compress_percent) / 100 : 4096;
+  for (size_t block = 0; block < size; block += 4096)
+    for (size_t i = 0; i < random_per_block && block + i < size; i += 8) {
+      const uint64_t v = rng();
+      std::memcpy(bytes + block + i, &v, std::min<size_t>(8, size - block - i));
+    }
+}
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+int64_t monotonic_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+UringEngine::UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight,
+                         DataPattern data)
+    : targets_(targets), registered_limit_(kRegisteredLimit) {
+  unsigned entries = 64;
+  while (entries < max_in_flight * 2 && entries < 4096) entries *= 2;
+  io_uring_params p{};
+  p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+  p.cq_entries = entries * 4;
+  if (int r = io_uring_queue_init_params(entries, &ring_, &p); r < 0)
+    throw error_errno("io_uring", "cannot set up a ring", -r);
+
+  const uint64_t reg = round_up(std::max<uint64_t>(std::min(max_length, kRegisteredLimit), 4096), 4096);
+  read_buf_ = {map_buffer(reg), reg};
+  write_buf_ = {map_buffer(reg + kWriteRotation), reg + kWriteRotation};
+  fill(write_buf_.data, write_buf_.size, data);
+  iovec iov[2] = {{read_buf_.data, read_buf_.size}, {write_buf_.data, write_buf_.size}};
+  if (int r = io_uring_register_buffers(&ring_, iov, 2); r < 0)
+    throw error_errno("io_uring", "cannot register buffers", -r);
+  if (max_length > kRegisteredLimit) {
+    const uint64_t big = round_up(max_length, 4096);
+    large_read_ = {map_buffer(big), big};
+    large_write_ = {map_buffer(big), big};
+    fill(large_write_.data, big, data);
+  }
+  std::vector<int> fds;
+  for (const auto& t : targets) fds.push_back(t.fd);
+  if (int r = io_uring_register_files(&ring_, fds.data(), static_cast<unsigned>(fds.size())); r < 0)
+    throw error_errno("io_uring", "cannot register target files", -r);
+  uring_discard_ = probe_uring_discard();
+}
+
+UringEngine::~UringEngine() {
+  io_uring_queue_exit(&ring_);
+  for (Buffer* b : {&read_buf_, &write_buf_, &large_read_, &large_write_})
+    if (b->data) ::munmap(b->data, b->size);
+}
+
+bool UringEngine::probe_uring_discard() {
+  // A zero-length discard changes nothing and tells whether the kernel knows the command.
+  for (uint32_t i = 0; i < targets_.size(); ++i) {
+    if (!targets_[i].block) continue;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(i), nullptr, 0, 0);
+    sqe->cmd_op = kBlockUringCmdDiscard;
+    sqe->addr = 0;
+    sqe->addr3 = 0;
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_submit(&ring_);
+    io_uring_cqe* cqe;
+    if (io_uring_wait_cqe(&ring_, &cqe) != 0) return false;
+    const int res = cqe->res;
+    io_uring_cqe_seen(&ring_, cqe);
+    return res == 0;
+  }
+  return false;
+}
+
+io_uring_sqe* UringEngine::get_sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) {
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  if (!sqe) throw TraceError("io_uring: no submission entry free");
+  return sqe;
+}
+
+uint64_t UringEngine::write_offset(uint64_t length) {
+  const uint64_t room = write_buf_.size - length;  // >= kWriteRotation
+  write_cursor_ = (write_cursor_ + 7 * 4096) % (room + 1) / 4096 * 4096;
+  return write_cursor_;
+}
+
+void UringEngine::discard(const ReplayIo& io, uint64_t tag) {
+  const Target& t = targets_[io.target];
+  if (!t.block) {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_fallocate(sqe, static_cast<int>(io.target), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                            static_cast<off_t>(io.offset), static_cast<off_t>(io.length));
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, tag);
+    ++prepared_;
+    return;
+  }
+  if (uring_discard_) {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(io.target), nullptr, 0, 0);
+    sqe->cmd_op = kBlockUringCmdDiscard;
+    sqe->addr = io.offset;
+    sqe->addr3 = io.length;
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, tag);
+    ++prepared_;
+    return;
+  }
+  uint64_t range[2] = {io.offset, io.length};
+  const int r = ::ioctl(t.fd, BLKDISCARD, range);
+  immediate_.push_back({tag, r == 0 ? 0 : -errno});
+}
+
+void UringEngine::prepare(const ReplayIo& io, uint64_t tag) {
+  const int file = static_cast<int>(io.target);
+  const off_t off = static_cast<off_t>(io.offset);
+  const unsigned len = static_cast<unsigned>(io.length);
+  const bool file_target = !targets_[io.target].block;
+  io_uring_sqe* sqe;
+  switch (io.op) {
+    case Op::kRead:
+      sqe = get_sqe();
+      if (io.length <= registered_limit_)
+        io_uring_prep_read_fixed(sqe, file, read_buf_.data, len, off, 0);
+      else
+        io_uring_prep_read(sqe, file, large_read_.data, len, off);
+      break;
+    case Op::kWrite:
+      if (io.flags & flag::kPreflush) {
+        sqe = get_sqe();
+        io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
+        sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
+        io_uring_sqe_set_data64(sqe, tag | kAuxTag);
+      }
+      sqe = get_sqe();
+      if (io.length <= registered_limit_)
+        io_uring_prep_write_fixed(sqe, file, static_cast<char*>(write_buf_.data) + write_offset(io.length), len, off,
+                                  1);
+      else
+        io_uring_prep_write(sqe, file, large_write_.data, len, off);
+      // RWF_DSYNC on an O_DIRECT write is how the kernel sends a FUA write.
+      if (io.flags & flag::kFua) sqe->rw_flags = RWF_DSYNC;
+      break;
+    case Op::kFlush:
+      sqe = get_sqe();
+      io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
+      break;
+    case Op::kWriteZeroes:
+      sqe = get_sqe();
+      io_uring_prep_fallocate(sqe, file, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off,
+                              static_cast<off_t>(io.length));
+      break;
+    case Op::kDiscard:
+      discard(io, tag);
+      return;
+    default:
+      immediate_.push_back({tag, -EOPNOTSUPP});
+      return;
+  }
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, tag);
+  ++prepared_;
+}
+
+unsigned UringEngine::submit() {
+  const unsigned n = prepared_;
+  if (io_uring_sq_ready(&ring_) == 0) return 0;
+  int r;
+  do r = io_uring_submit(&ring_);
+  while (r == -EINTR || r == -EAGAIN);
+  if (r < 0) throw error_errno("io_uring", "submit failed", -r);
+  prepared_ = 0;
+  return n;
+}
+
+void UringEngine::reap(std::vector<Completion>& out) {
+  if (!immediate_.empty()) {
+    out.insert(out.end(), immediate_.begin(), immediate_.end());
+    immediate_.clear();
+  }
+  io_uring_cqe* cqe;
+  unsigned head, seen = 0;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    ++seen;
+    const uint64_t tag = io_uring_cqe_get_data64(cqe);
+    // The flush half of a pre-flush write reports only a failure; its write
+    // then completes with -ECANCELED and carries the IO's status.
+    if (!(tag & kAuxTag)) out.push_back({tag, cqe->res});
+  }
+  io_uring_cq_advance(&ring_, seen);
+}
+
+void UringEngine::wait(int64_t deadline_ns) {
+  if (!immediate_.empty()) return;
+  io_uring_cqe* cqe;
+  const int64_t left = deadline_ns - monotonic_ns();
+  if (left <= 0) return;
+  __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
+  io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+}
+
+}  // namespace iotape::replay

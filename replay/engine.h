@@ -1,0 +1,74 @@
+// The io_uring engine: issues replay IOs on the targets and reports their
+// completions. Single-threaded; the caller decides what to issue and when.
+//
+// Write data comes from one registered buffer prefilled once (random by
+// default), read data lands in another; IOs only share them, so memory does
+// not grow with the queue depth. Each write starts at a different 4 KiB
+// offset in a pool larger than the largest IO, so consecutive writes do not
+// carry identical data. Targets are registered files.
+#pragma once
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "replay/options.h"
+#include "replay/schedule.h"
+#include "replay/target.h"
+
+namespace iotape::replay {
+
+int64_t monotonic_ns();
+
+class UringEngine {
+ public:
+  // `max_length`: the largest IO; `max_in_flight`: the most IOs outstanding.
+  UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
+  ~UringEngine();
+  UringEngine(const UringEngine&) = delete;
+  UringEngine& operator=(const UringEngine&) = delete;
+
+  // Queues `io` under the tag `tag` for the next submit(). Operations the
+  // target cannot express complete at once with a negative errno (see
+  // take_immediate()).
+  void prepare(const ReplayIo& io, uint64_t tag);
+  // Submits everything prepared; returns how many IOs were submitted.
+  unsigned submit();
+  unsigned prepared() const { return prepared_; }
+
+  struct Completion {
+    uint64_t tag;
+    int32_t result;  // bytes, 0, or a negative errno
+  };
+  // Appends the completions that are ready (without waiting) to `out`.
+  void reap(std::vector<Completion>& out);
+  // Blocks until a completion is ready or `deadline_ns` (monotonic) passes.
+  void wait(int64_t deadline_ns);
+
+ private:
+  io_uring_sqe* get_sqe();
+  void discard(const ReplayIo& io, uint64_t tag);
+  bool probe_uring_discard();
+  uint64_t write_offset(uint64_t length);
+
+  const std::vector<Target>& targets_;
+  io_uring ring_{};
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+  };
+  Buffer read_buf_, write_buf_;  // registered as buffers 0 and 1
+  uint64_t registered_limit_;    // longer IOs use the unregistered large buffers
+  Buffer large_read_, large_write_;
+  uint64_t write_cursor_ = 0;
+  unsigned prepared_ = 0;
+  unsigned sqes_ = 0;            // SQEs prepared (a pre-flush write takes two)
+  std::vector<Completion> immediate_;
+  // Block devices: discard through io_uring (kernel >= 6.12), probed once;
+  // otherwise through a blocking BLKDISCARD ioctl.
+  bool uring_discard_ = false;
+};
+
+}  // namespace iotape::replay

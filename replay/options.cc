@@ -1,0 +1,127 @@
+#include "replay/options.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "traces/error.h"
+
+namespace iotape::replay {
+
+int64_t ReplayOptions::effective_max_idle_ns() const {
+  if (max_idle_ns) return *max_idle_ns;
+  return timing == Timing::kAfap ? 25'000'000 : -1;
+}
+
+int64_t parse_duration(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v < 0) throw TraceError("bad duration: '" + text + "'");
+  const std::string unit(end);
+  double scale;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s" || unit.empty()) scale = 1e9;
+  else if (unit == "m" || unit == "min") scale = 60e9;
+  else throw TraceError("bad duration unit in '" + text + "' (ns, us, ms, s, m)");
+  return static_cast<int64_t>(std::llround(v * scale));
+}
+
+void parse_window(const std::string& text, ReplayOptions& o) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) throw TraceError("bad window '" + text + "': expected START..END");
+  const std::string a = text.substr(0, dots), b = text.substr(dots + 2);
+  o.window_start_ns = a.empty() ? 0 : parse_duration(a);
+  if (!b.empty()) {
+    o.window_end_ns = parse_duration(b);
+    if (*o.window_end_ns <= o.window_start_ns) throw TraceError("bad window '" + text + "': END <= START");
+  }
+}
+
+DataPattern parse_data(const std::string& text) {
+  DataPattern d;
+  if (text == "random") return d;
+  if (text == "zero") {
+    d.kind = DataPattern::Kind::kZero;
+    return d;
+  }
+  if (text.rfind("compress:", 0) == 0) {
+    char* end = nullptr;
+    const long pct = std::strtol(text.c_str() + 9, &end, 10);
+    if (*end == '\0' && end != text.c_str() + 9 && pct >= 0 && pct <= 100) {
+      d.kind = DataPattern::Kind::kCompressible;
+      d.compress_percent = static_cast<int>(pct);
+      return d;
+    }
+  }
+  throw TraceError("bad --data '" + text + "': random, zero or compress:PCT (0-100)");
+}
+
+namespace {
+
+bool parse_uint(const std::string& s, uint32_t& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
+  if (*end != '\0' || v > 0xffffffffUL) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+}  // namespace
+
+std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets) {
+  std::vector<DeviceMapEntry> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw TraceError("bad --device-map entry '" + item + "': expected SRC=DST");
+    const std::string src = item.substr(0, eq), dst = item.substr(eq + 1);
+    DeviceMapEntry e;
+    const auto colon = src.find(':');
+    uint32_t v;
+    if (colon != std::string::npos) {
+      if (!parse_uint(src.substr(0, colon), e.source_major) || !parse_uint(src.substr(colon + 1), e.source_minor))
+        throw TraceError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+    } else if (parse_uint(src, v)) {
+      e.source_index = v;
+    } else {
+      throw TraceError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+    }
+    bool found = false;
+    for (size_t t = 0; t < targets.size() && !found; ++t)
+      if (targets[t] == dst) e.target = static_cast<uint32_t>(t), found = true;
+    if (!found && parse_uint(dst, v) && v < targets.size()) e.target = v, found = true;
+    if (!found) throw TraceError("bad target '" + dst + "' in --device-map: a --target path or its index");
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string describe(const ReplayOptions& o) {
+  std::string s = fmt::format("timing={} speed={} qd={} max_idle={} events={} fit={} data=",
+                              o.timing == Timing::kOriginal ? "original" : "afap", o.speed,
+                              o.qd ? std::to_string(o.qd) : std::string("recorded"),
+                              o.effective_max_idle_ns() < 0 ? std::string("none")
+                                                            : fmt::format("{}ns", o.effective_max_idle_ns()),
+                              o.events == EventTime::kIssue ? "issue" : "queue",
+                              o.fit == Fit::kFail ? "fail" : o.fit == Fit::kWrap ? "wrap" : "scale");
+  switch (o.data.kind) {
+    case DataPattern::Kind::kRandom: s += "random"; break;
+    case DataPattern::Kind::kZero: s += "zero"; break;
+    case DataPattern::Kind::kCompressible: s += fmt::format("compress:{}", o.data.compress_percent); break;
+  }
+  if (o.window_start_ns || o.window_end_ns)
+    s += fmt::format(" window={}ns..{}", o.window_start_ns,
+                     o.window_end_ns ? fmt::format("{}ns", *o.window_end_ns) : std::string());
+  if (o.stop_on_error) s += " stop_on_error";
+  if (o.force) s += " force";
+  return s;
+}
+
+}  // namespace iotape::replay

@@ -1,0 +1,74 @@
+// What `iotape replay` was asked to do, as plain values. The CLI fills it;
+// every other part of the replay reads it and never parses text itself.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace iotape::replay {
+
+enum class Timing {
+  kOriginal,  // each IO at its recorded time (scaled by speed) on an absolute schedule
+  kAfap,      // each IO as soon as the queue-depth rule allows
+};
+
+enum class Fit {
+  kFail,   // refuse to start when an IO does not fit the target
+  kWrap,   // offset modulo the aligned target size
+  kScale,  // offset scaled from the source device size to the target size
+};
+
+enum class EventTime { kIssue, kQueue };
+
+struct DataPattern {
+  enum class Kind { kRandom, kZero, kCompressible } kind = Kind::kRandom;
+  int compress_percent = 0;  // kCompressible: share of every 4 KiB block that is zeroes
+};
+
+// One --device-map entry: trace device (index, or MAJ:MIN) to target index.
+struct DeviceMapEntry {
+  std::optional<uint32_t> source_index;
+  uint32_t source_major = 0;
+  uint32_t source_minor = 0;
+  uint32_t target = 0;  // index into ReplayOptions::targets
+};
+
+struct ReplayOptions {
+  std::vector<std::string> traces;  // the source trace (rotated parts in order)
+  std::vector<std::string> targets;
+  std::string result;
+  Timing timing = Timing::kOriginal;
+  double speed = 1.0;
+  uint32_t qd = 0;  // 0 = recorded (dependency-preserving), else a fixed window
+  // Idle gaps longer than this are shortened to it. Unset: 25 ms with afap,
+  // no cap with original timing. 0 with afap: no idle at all.
+  std::optional<int64_t> max_idle_ns;
+  EventTime events = EventTime::kIssue;
+  std::vector<DeviceMapEntry> device_map;
+  Fit fit = Fit::kFail;
+  DataPattern data;
+  bool allow_write = false;
+  bool force = false;
+  bool dry_run = false;
+  bool stop_on_error = false;
+  bool progress = false;  // a live progress line on stderr
+  // Only the source IOs issued in [window_start_ns, window_end_ns) after the
+  // trace's first IO.
+  int64_t window_start_ns = 0;
+  std::optional<int64_t> window_end_ns;
+  // Upper bound on IOs in flight when qd is "recorded".
+  uint32_t max_in_flight = 1024;
+
+  int64_t effective_max_idle_ns() const;  // -1 = no cap
+};
+
+// Text forms used by the CLI; each throws TraceError naming the bad text.
+int64_t parse_duration(const std::string& text);           // "25ms", "100us", "2s", "1.5m", "500ns"
+void parse_window(const std::string& text, ReplayOptions& o);  // "START..END", either side may be empty
+DataPattern parse_data(const std::string& text);          // "random", "zero", "compress:PCT"
+std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets);
+std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run
+
+}  // namespace iotape::replay

@@ -1,0 +1,112 @@
+// iotape replay: replays a trace onto block devices or files.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "replay/replayer.h"
+#include "traces/error.h"
+
+namespace iotape::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_interrupt(int) { g_stop.store(true); }
+
+struct ReplayArgs {
+  replay::ReplayOptions o;
+  std::string timing = "original", qd = "recorded", max_idle, events = "issue", device_map, fit = "fail",
+              data = "random", window;
+};
+
+void run(ReplayArgs& a) {
+  auto& o = a.o;
+  o.timing = a.timing == "afap" ? replay::Timing::kAfap : replay::Timing::kOriginal;
+  if (a.qd != "recorded") {
+    o.qd = static_cast<uint32_t>(std::stoul(a.qd));
+    if (o.qd == 0) throw TraceError("--qd must be 'recorded' or at least 1");
+  }
+  if (!a.max_idle.empty()) o.max_idle_ns = replay::parse_duration(a.max_idle);
+  o.events = a.events == "queue" ? replay::EventTime::kQueue : replay::EventTime::kIssue;
+  if (!a.device_map.empty()) o.device_map = replay::parse_device_map(a.device_map, o.targets);
+  o.fit = a.fit == "wrap" ? replay::Fit::kWrap : a.fit == "scale" ? replay::Fit::kScale : replay::Fit::kFail;
+  o.data = replay::parse_data(a.data);
+  if (!a.window.empty()) replay::parse_window(a.window, o);
+  o.progress = ::isatty(STDERR_FILENO);
+
+  replay::Prepared p = replay::prepare_replay(o);
+  for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
+  if (o.dry_run) {
+    fmt::print("{}", replay::describe_plan(p));
+    return;
+  }
+  if (o.result.empty()) throw TraceError("-o RESULT is required (except with --dry-run)");
+
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::function<void(const replay::Progress&)> show;
+  if (o.progress)
+    show = [](const replay::Progress& pr) {
+      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {} errors   ", pr.elapsed_ns / 1e9, pr.completed,
+                 pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
+                 pr.errors);
+      std::fflush(stderr);
+    };
+  const replay::Outcome out = replay::run_replay(p, g_stop, show);
+  if (o.progress) fmt::print(stderr, "\n");
+  fmt::print("{}", out.fidelity.text());
+  fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
+             out.interrupted ? ", stopped early" : "");
+  if (out.interrupted) throw ExitCode{g_stop.load() ? 130 : 3};
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app) {
+  auto a = std::make_shared<ReplayArgs>();
+  auto* sub = app.add_subcommand("replay", "Replay a trace onto block devices or files (io_uring, O_DIRECT)");
+  sub->add_option("TRACE", a->o.traces, "Source trace file(s); several are read as one trace (rotated parts)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--target", a->o.targets, "Block device or regular file to replay onto; repeat for several")
+      ->required();
+  sub->add_option("-o,--output", a->o.result, "Result trace: per IO the replayed issue/completion time and status");
+  sub->add_option("--timing", a->timing, "original: recorded times on an absolute schedule; afap: as fast as the "
+                                         "queue-depth rule allows")
+      ->check(CLI::IsMember({"original", "afap"}))
+      ->capture_default_str();
+  sub->add_option("--speed", a->o.speed, "Time scale: 2 replays twice as fast")->capture_default_str();
+  sub->add_option("--qd", a->qd, "recorded: an IO waits for the IOs that completed before its recorded issue "
+                                 "(keeps the recorded queue depth); N: at most N IOs in flight")
+      ->capture_default_str();
+  sub->add_option("--max-idle", a->max_idle, "Cap recorded idle gaps (no IO outstanding) at this duration "
+                                             "(default: 25ms with afap, no cap with original)");
+  sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
+      ->check(CLI::IsMember({"issue", "queue"}))
+      ->capture_default_str();
+  sub->add_option("--device-map", a->device_map, "SRC=DST,...: trace device (MAJ:MIN or index) to target (path or "
+                                                 "index); unmapped devices are skipped");
+  sub->add_option("--fit", a->fit, "Offsets beyond a target: fail before starting, wrap modulo its size, or scale "
+                                   "proportionally")
+      ->check(CLI::IsMember({"fail", "wrap", "scale"}))
+      ->capture_default_str();
+  sub->add_option("--data", a->data, "Write data: random (incompressible), zero, compress:PCT (PCT% zeroes)")
+      ->capture_default_str();
+  sub->add_flag("--allow-write", a->o.allow_write, "Let writes, discards and write-zeroes change the target");
+  sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");
+  sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration); touch nothing");
+  sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
+  sub->add_option("--window", a->window, "START..END: only the IOs in this part of the trace (e.g. 10s..70s)");
+  sub->footer("Exit status: 0 done, 1 error (nothing replayed), 3 stopped by --stop-on-error, 130 interrupted; "
+              "the result trace is valid in every case where the replay started.");
+  sub->callback([a] { run(*a); });
+}
+
+}  // namespace iotape::cli

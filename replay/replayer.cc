@@ -1,0 +1,300 @@
+#include "replay/replayer.h"
+
+#include <openssl/evp.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "replay/dependency.h"
+#include "replay/engine.h"
+#include "traces/error.h"
+#include "traces/reader.h"
+#include "traces/version.h"
+#include "traces/writer.h"
+
+namespace iotape::replay {
+namespace {
+
+// SHA-256 of the source files, in order: names the source in the result.
+std::string sha256_files(const std::vector<std::string>& paths) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw error_errno(p, "cannot read", errno);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+std::string bytes_text(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+}  // namespace
+
+Prepared prepare_replay(const ReplayOptions& o) {
+  if (o.targets.empty()) throw TraceError("no --target given");
+  if (o.speed <= 0) throw TraceError("--speed must be positive");
+  Prepared p;
+  p.options = o;
+  // Read-only until the plan says the replay writes and that is allowed.
+  for (const auto& t : o.targets) p.targets.push_back(open_target(t, false, true));
+  {
+    TraceReader reader(o.traces);
+    p.plan = make_plan(reader, p.targets, o);
+  }
+  if (!p.plan.unfit.empty())
+    throw TraceError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
+                                 fmt::join(p.plan.unfit, "; ")));
+  for (const auto& t : p.targets) {
+    const auto problems = safety_problems(t);
+    if (problems.empty()) continue;
+    if (!o.force)
+      throw TraceError(fmt::format("refusing to replay onto {}: {} (--force to override)", t.path,
+                                   fmt::join(problems, "; ")));
+    for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
+  }
+  const bool writes = p.plan.writes();
+  if (writes && !o.allow_write && !o.dry_run)
+    throw TraceError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
+                                 "to let it change the contents of {}",
+                                 p.plan.by_op[static_cast<int>(Op::kWrite)],
+                                 p.plan.by_op[static_cast<int>(Op::kDiscard)],
+                                 p.plan.by_op[static_cast<int>(Op::kWriteZeroes)], fmt::join(o.targets, ", ")));
+  if (o.qd == 0 && p.plan.with_completion < p.plan.ios)
+    p.warnings.push_back(fmt::format("{} of {} IOs have no recorded completion; --qd recorded treats them as "
+                                     "completing when issued (use --qd N for such traces)",
+                                     p.plan.ios - p.plan.with_completion, p.plan.ios));
+  if (p.plan.skipped) p.warnings.push_back(fmt::format("{} IOs of unmapped trace devices are skipped", p.plan.skipped));
+  if (writes && !o.dry_run) {
+    std::vector<Target> rw;
+    for (const auto& t : o.targets) rw.push_back(open_target(t, true, o.force));
+    p.targets = std::move(rw);
+  }
+  for (const auto& t : p.targets)
+    if (!t.direct) p.warnings.push_back(t.path + ": the filesystem refuses O_DIRECT; replaying buffered");
+  return p;
+}
+
+std::string describe_plan(const Prepared& p) {
+  const Plan& pl = p.plan;
+  std::string s = fmt::format("plan       {} IOs over {:.6f} s recorded ({} skipped)\n", pl.ios, pl.span_ns / 1e9,
+                              pl.skipped);
+  for (int op = 0; op < kOpCount; ++op)
+    if (pl.by_op[op])
+      s += fmt::format("           {:<13}{:>12} IOs {:>12}\n", op_name(static_cast<Op>(op)), pl.by_op[op],
+                       bytes_text(pl.bytes_by_op[op]));
+  if (p.options.timing == Timing::kOriginal)
+    s += fmt::format("duration   about {:.6f} s (original timing, speed {})\n", pl.last_due_ns / 1e9,
+                     p.options.speed);
+  else
+    s += "duration   as fast as the target allows (afap)\n";
+  s += fmt::format("options    {}\n", describe(p.options));
+  for (const auto& t : p.targets)
+    s += fmt::format("target     {} ({}) {} bytes, {} B blocks, model '{}' serial '{}'\n", t.path,
+                     t.block ? "block device" : "file", t.size, t.logical_block, t.model, t.serial);
+  return s;
+}
+
+namespace {
+
+// An issued IO until it is written to the result, in issue order.
+struct Slot {
+  ReplayIo io;
+  int64_t issue_ns = 0;
+  int64_t complete_ns = kNoTime;
+  int32_t status = 0;
+  bool done = false;
+};
+
+constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished one and the newest
+constexpr int64_t kSpinNs = 150'000;       // sleep until this close to a deadline, then spin
+constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
+
+v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256, int64_t start_ns) {
+  v1::TraceHeader h;
+  h.set_creator("iotape");
+  h.set_creator_version(kVersion);
+  h.set_source(v1::SOURCE_REPLAY);
+  h.set_source_detail(p.options.timing == Timing::kOriginal ? "replay:original" : "replay:afap");
+  utsname u{};
+  if (::uname(&u) == 0) {
+    h.set_host(u.nodename);
+    h.set_kernel(u.release);
+  }
+  h.set_clock(v1::CLOCK_DOMAIN_MONOTONIC);
+  timespec rt;
+  ::clock_gettime(CLOCK_REALTIME, &rt);
+  const int64_t now = monotonic_ns();
+  h.set_anchor_trace_ns(now);
+  h.set_anchor_unix_ns(rt.tv_sec * 1'000'000'000LL + rt.tv_nsec);
+  for (const auto& t : p.targets) *h.add_devices() = t.to_device();
+  auto& m = *h.mutable_metadata();
+  m["replay.source"] = fmt::format("{}", fmt::join(p.options.traces, " "));
+  m["replay.source_sha256"] = source_sha256;
+  m["replay.options"] = describe(p.options);
+  m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
+  m["replay.start_ns"] = std::to_string(start_ns);
+  m["replay.version"] = kVersion;
+  return h;
+}
+
+}  // namespace
+
+Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::function<void(const Progress&)>& progress) {
+  const ReplayOptions& o = p.options;
+  TraceReader reader(o.traces);
+  DeviceMap map(reader.header(), p.targets.size(), o);
+  std::vector<uint64_t> source_size(p.plan.device_end.size());
+  for (size_t d = 0; d < source_size.size(); ++d) {
+    const uint64_t header_size =
+        d < static_cast<size_t>(reader.header().devices_size()) ? reader.header().devices(static_cast<int>(d)).size_bytes() : 0;
+    source_size[d] = header_size ? header_size : p.plan.device_end[d];
+  }
+  Placement placement(map, p.targets, o.fit, std::move(source_size));
+  Schedule schedule(reader, placement, o);
+
+  const uint32_t limit = o.qd ? o.qd : o.max_in_flight;
+  UringEngine engine(p.targets, p.plan.max_length, limit, o.data);
+  std::vector<Slot> slots(kSlots);
+  DependencyTracker deps;
+  Fidelity fidelity(o.timing == Timing::kOriginal);
+  Outcome out;
+
+  const std::string sha = sha256_files(o.traces);
+  const int64_t start = monotonic_ns() + kStartLeadNs;
+  // Small, fast chunks: encoding one stalls the issue loop.
+  WriterOptions wo;
+  wo.chunk_ios = 8192;
+  wo.zstd_level = 1;
+  TraceWriter writer(o.result, result_header(p, sha, start), wo);
+
+  uint64_t next_seq = 0, head = 0, in_flight = 0;
+  ReplayIo next;
+  bool have_next = schedule.next(next);
+  int64_t drained_at = start;  // when the replay last had nothing in flight
+  std::vector<UringEngine::Completion> done;
+  std::vector<uint64_t> batch;  // slots prepared for the next submit
+  Progress prog;
+  prog.planned = p.plan.ios;
+  int64_t next_progress = start + 1'000'000'000;
+  auto is_done = [&](uint64_t seq) { return seq < head || slots[seq % kSlots].done; };
+
+  while (have_next || in_flight > 0) {
+    if (have_next && (stop.load(std::memory_order_relaxed) || out.interrupted)) {
+      out.interrupted = true;
+      have_next = false;
+    }
+    int64_t now = monotonic_ns();
+    int64_t wake = INT64_MAX;  // when the next IO becomes due
+    while (have_next) {
+      if (next_seq - head == kSlots || in_flight >= limit) break;
+      if (o.qd == 0 && !deps.ready(next.rec_time_ns, is_done)) break;
+      int64_t due = start;
+      if (o.timing == Timing::kOriginal) {
+        due = start + next.due_ns;
+      } else if (next.idle_ns > 0) {
+        if (in_flight > 0 || !batch.empty()) break;  // the idle gap starts when the replay drains
+        due = drained_at + next.idle_ns;
+      }
+      if (due > now) {
+        wake = due;
+        break;
+      }
+      Slot& s = slots[next_seq % kSlots];
+      s = Slot{next};
+      engine.prepare(next, next_seq);
+      if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
+      batch.push_back(next_seq);
+      ++next_seq;
+      ++in_flight;
+      have_next = schedule.next(next);
+    }
+    if (!batch.empty()) {
+      const int64_t t = monotonic_ns();
+      for (uint64_t seq : batch) slots[seq % kSlots].issue_ns = t;
+      engine.submit();
+      prog.issued += batch.size();
+      batch.clear();
+    }
+
+    engine.reap(done);
+    if (!done.empty()) {
+      now = monotonic_ns();
+      for (const auto& c : done) {
+        Slot& s = slots[c.tag % kSlots];
+        s.done = true;
+        s.complete_ns = now;
+        const bool transfer = s.io.op == Op::kRead || s.io.op == Op::kWrite;
+        s.status = c.result < 0 ? c.result : (transfer && static_cast<uint64_t>(c.result) != s.io.length ? -EIO : 0);
+        fidelity.completed(s.io.source_index);
+        ++prog.completed;
+        if (s.status) {
+          ++prog.errors;
+          if (o.stop_on_error) out.interrupted = true;
+        }
+      }
+      in_flight -= done.size();
+      if (in_flight == 0) drained_at = now;
+      done.clear();
+      while (head < next_seq && slots[head % kSlots].done) {
+        const Slot& s = slots[head % kSlots];
+        Io r;
+        r.issue_ns = s.issue_ns;
+        r.complete_ns = s.complete_ns;
+        r.offset = s.io.offset;
+        r.length = s.io.length;
+        r.device = s.io.target;
+        r.op = s.io.op;
+        r.flags = s.io.flags;
+        r.status = s.status;
+        r.source_index = static_cast<int64_t>(s.io.source_index);
+        writer.append(r);
+        fidelity.add(s.io, r, s.issue_ns - start);
+        ++head;
+      }
+      continue;  // completions may have unblocked the next IO
+    }
+
+    if (progress && now >= next_progress) {
+      prog.elapsed_ns = now - start;
+      progress(prog);
+      next_progress = now + 1'000'000'000;
+    }
+    if (in_flight == 0 && wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
+    if (wake == INT64_MAX || wake - now > kSpinNs)
+      engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);
+  }
+
+  out.fidelity = fidelity.summary();
+  out.ios = out.fidelity.ios;
+  out.errors = out.fidelity.errors;
+  out.duration_ns = monotonic_ns() - start;
+  writer.set_metadata("replay.interrupted", out.interrupted ? "true" : "false");
+  writer.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
+  for (const auto& [k, v] : out.fidelity.metadata()) writer.set_metadata(k, v);
+  writer.close();
+  return out;
+}
+
+}  // namespace iotape::replay

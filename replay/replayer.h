@@ -1,0 +1,56 @@
+// iotape replay: the run from source trace to result trace.
+//
+// prepare_replay() opens everything and checks it before anything is
+// touched: targets (identity, safety), the plan pass (what would be replayed,
+// whether it fits, whether it writes). run_replay() then issues the IOs and
+// writes the result trace: per IO the replayed issue and completion times,
+// status and source index, in the format of any other trace.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "replay/fidelity.h"
+#include "replay/options.h"
+#include "replay/schedule.h"
+#include "replay/target.h"
+
+namespace iotape::replay {
+
+struct Prepared {
+  ReplayOptions options;
+  std::vector<Target> targets;
+  Plan plan;
+  std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...
+};
+
+// Throws TraceError, naming the reason, when the replay must not start: a
+// target that is unsafe without --force, writes without --allow-write, IOs
+// that do not fit under --fit fail.
+Prepared prepare_replay(const ReplayOptions& o);
+
+// Text of --dry-run: IOs, bytes, span, estimated duration, targets.
+std::string describe_plan(const Prepared& p);
+
+struct Progress {
+  uint64_t issued = 0, completed = 0, errors = 0, planned = 0;
+  int64_t elapsed_ns = 0;
+};
+
+struct Outcome {
+  uint64_t ios = 0;          // IOs replayed (written to the result)
+  uint64_t errors = 0;       // of them with a non-zero status
+  int64_t duration_ns = 0;
+  bool interrupted = false;  // `stop` was set or --stop-on-error hit an error
+  FidelitySummary fidelity;
+};
+
+// Replays; `stop` ends the run cleanly (no new IOs, in-flight ones drain, the
+// result is closed). `progress`, when set, is called about once a second.
+Outcome run_replay(Prepared& p, const std::atomic<bool>& stop,
+                   const std::function<void(const Progress&)>& progress = {});
+
+}  // namespace iotape::replay

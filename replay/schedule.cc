@@ -1,0 +1,173 @@
+#include "replay/schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "traces/error.h"
+
+namespace iotape::replay {
+
+bool modifies(Op op) { return op == Op::kWrite || op == Op::kDiscard || op == Op::kWriteZeroes; }
+
+int64_t event_time(const Io& io, EventTime e) {
+  return e == EventTime::kQueue && io.has_queue() ? io.queue_ns : io.issue_ns;
+}
+
+DeviceMap::DeviceMap(const v1::TraceHeader& header, size_t targets, const ReplayOptions& o)
+    : header_(header), targets_(targets), o_(o) {}
+
+int DeviceMap::target_of(uint32_t device) const {
+  if (!o_.device_map.empty()) {
+    for (const auto& e : o_.device_map) {
+      if (e.source_index) {
+        if (*e.source_index == device) return static_cast<int>(e.target);
+      } else if (device < static_cast<uint32_t>(header_.devices_size())) {
+        const auto& d = header_.devices(static_cast<int>(device));
+        if (d.major() == e.source_major && d.minor() == e.source_minor) return static_cast<int>(e.target);
+      }
+    }
+    return -1;
+  }
+  if (targets_ == 1) return 0;
+  if (device < targets_) return static_cast<int>(device);
+  throw TraceError(fmt::format("trace device #{} has no target: give --device-map", device));
+}
+
+Placement::Placement(const DeviceMap& map, const std::vector<Target>& targets, Fit fit,
+                     std::vector<uint64_t> source_size)
+    : map_(map), source_size_(std::move(source_size)), fit_(fit) {
+  for (const auto& t : targets) {
+    align_.push_back(std::max<uint32_t>(t.logical_block, 512));
+    span_.push_back(t.size / align_.back() * align_.back());
+  }
+}
+
+bool Placement::place(const Io& io, uint32_t& target, uint64_t& offset) const {
+  const int t = map_.target_of(io.device);
+  if (t < 0) return false;
+  target = static_cast<uint32_t>(t);
+  offset = io.offset;
+  if (fit_ == Fit::kFail || io.length == 0) return true;
+  const uint64_t span = span_[t], align = align_[t];
+  if (io.length > span) return true;  // make_plan refused this already
+  if (fit_ == Fit::kWrap) {
+    offset = io.offset % span;
+  } else {
+    const uint64_t src = io.device < source_size_.size() ? source_size_[io.device] : 0;
+    if (src > span)
+      offset = static_cast<uint64_t>(static_cast<unsigned __int128>(io.offset) * span / src) / align * align;
+  }
+  if (offset + io.length > span) offset = (span - io.length) / align * align;
+  return true;
+}
+
+Timeline::Timeline(const ReplayOptions& o)
+    : speed_(o.speed), cap_(o.effective_max_idle_ns()), afap_(o.timing == Timing::kAfap) {}
+
+void Timeline::add(int64_t t, int64_t complete, int64_t& due_ns, int64_t& idle_ns) {
+  if (!started_) {
+    started_ = true;
+    t0_ = busy_until_ = t;
+  }
+  const int64_t gap = t - busy_until_;  // > 0: nothing was outstanding in the recording
+  idle_ns = 0;
+  if (gap > 0) {
+    const int64_t kept = cap_ < 0 ? gap : std::min(gap, cap_);
+    removed_ += gap - kept;
+    if (afap_) idle_ns = static_cast<int64_t>(std::llround(static_cast<double>(kept) / speed_));
+  }
+  busy_until_ = std::max(busy_until_, complete == kNoTime ? t : complete);
+  due_ns = std::max<int64_t>(0, static_cast<int64_t>(std::llround(static_cast<double>(t - t0_ - removed_) / speed_)));
+}
+
+WindowedSource::WindowedSource(TraceReader& reader, const ReplayOptions& o) : reader_(reader), o_(o) {}
+
+const Io* WindowedSource::next(uint64_t& index) {
+  while (!ended_) {
+    if (pos_ == batch_.size()) {
+      batch_ = reader_.next_batch();
+      pos_ = 0;
+      if (batch_.empty()) return nullptr;
+    }
+    const Io& io = batch_[pos_++];
+    index = index_++;
+    const int64_t t = event_time(io, o_.events);
+    if (!started_) started_ = true, first_ = t;
+    if (t - first_ < o_.window_start_ns) continue;
+    if (o_.window_end_ns && t - first_ >= *o_.window_end_ns) {
+      ended_ = true;  // the source is sorted: nothing later is inside the window
+      return nullptr;
+    }
+    return &io;
+  }
+  return nullptr;
+}
+
+Schedule::Schedule(TraceReader& reader, const Placement& placement, const ReplayOptions& o)
+    : placement_(placement), o_(o), source_(reader, o), timeline_(o) {}
+
+bool Schedule::next(ReplayIo& out) {
+  uint64_t index;
+  while (const Io* io = source_.next(index)) {
+    if (!placement_.place(*io, out.target, out.offset)) continue;
+    out.source_index = index;
+    out.length = io->length;
+    out.op = io->op;
+    out.flags = io->flags;
+    out.rec_time_ns = event_time(*io, o_.events);
+    out.rec_complete_ns = io->has_complete() ? io->complete_ns : out.rec_time_ns;
+    timeline_.add(out.rec_time_ns, io->has_complete() ? io->complete_ns : kNoTime, out.due_ns, out.idle_ns);
+    return true;
+  }
+  return false;
+}
+
+bool Plan::writes() const {
+  return by_op[static_cast<int>(Op::kWrite)] || by_op[static_cast<int>(Op::kDiscard)] ||
+         by_op[static_cast<int>(Op::kWriteZeroes)];
+}
+
+Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o) {
+  Plan p;
+  DeviceMap map(reader.header(), targets.size(), o);
+  WindowedSource source(reader, o);
+  Timeline timeline(o);
+  bool first = true;
+  int64_t first_t = 0, last_t = 0, idle;
+  uint64_t index;
+  while (const Io* io = source.next(index)) {
+    if (map.target_of(io->device) < 0) {
+      ++p.skipped;
+      continue;
+    }
+    const int64_t t = event_time(*io, o.events);
+    if (first) first = false, first_t = t;
+    last_t = std::max(last_t, io->has_complete() ? io->complete_ns : t);
+    timeline.add(t, io->has_complete() ? io->complete_ns : kNoTime, p.last_due_ns, idle);
+    ++p.ios;
+    ++p.by_op[static_cast<int>(io->op)];
+    p.bytes_by_op[static_cast<int>(io->op)] += io->length;
+    p.max_length = std::max(p.max_length, io->length);
+    if (io->has_complete()) ++p.with_completion;
+    if (io->device >= p.device_end.size()) p.device_end.resize(io->device + 1, 0);
+    if (io->length) p.device_end[io->device] = std::max(p.device_end[io->device], io->end());
+  }
+  p.span_ns = p.ios ? last_t - first_t : 0;
+
+  for (uint32_t d = 0; d < p.device_end.size(); ++d) {
+    const int t = map.target_of(d);
+    if (t < 0 || p.device_end[d] == 0) continue;
+    const Target& tg = targets[t];
+    const uint64_t span = tg.size / std::max<uint32_t>(tg.logical_block, 512) * std::max<uint32_t>(tg.logical_block, 512);
+    if (o.fit == Fit::kFail && p.device_end[d] > tg.size)
+      p.unfit.push_back(fmt::format("trace device #{} reaches byte {} but {} has {} bytes", d, p.device_end[d],
+                                    tg.path, tg.size));
+    else if (p.max_length > span)
+      p.unfit.push_back(fmt::format("an IO of {} bytes is larger than {} ({} bytes)", p.max_length, tg.path, span));
+  }
+  return p;
+}
+
+}  // namespace iotape::replay

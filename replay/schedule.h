@@ -1,0 +1,140 @@
+// The replay schedule: the source trace turned, one IO at a time and in
+// constant memory, into the IOs to issue on the targets and when.
+//
+// Placement maps a trace device to a target (--device-map) and an offset to
+// the target (--fit). Schedule streams the source through it and computes
+// each IO's due time. Plan is one streaming pass over the whole source that
+// everything needs before the first IO: totals for --dry-run, the largest IO
+// (buffer sizes), whether anything writes, and whether every IO fits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replay/options.h"
+#include "replay/target.h"
+#include "traces/io.h"
+#include "traces/reader.h"
+
+namespace iotape::replay {
+
+// One IO to replay.
+struct ReplayIo {
+  uint64_t source_index = 0;  // position in the source trace
+  int64_t due_ns = 0;         // original timing: issue time relative to the replay start
+  int64_t idle_ns = 0;        // afap: pause after the replay drains, before this IO (a recorded idle gap)
+  int64_t rec_time_ns = 0;    // recorded issue (or queue) time, trace clock
+  int64_t rec_complete_ns = 0;  // recorded completion; the recorded time when unknown
+  uint64_t offset = 0;        // on the target
+  uint64_t length = 0;
+  uint32_t target = 0;
+  Op op = Op::kRead;
+  uint32_t flags = 0;
+};
+
+// True for operations that change the target's contents.
+bool modifies(Op op);
+
+// Trace device -> target: --device-map when given (unmapped devices are not
+// replayed), else everything to a single target, else device i to target i.
+// Reads the header's device table as it grows while the trace is read.
+class DeviceMap {
+ public:
+  DeviceMap(const v1::TraceHeader& header, size_t targets, const ReplayOptions& o);
+  int target_of(uint32_t device) const;  // -1: not replayed
+
+ private:
+  const v1::TraceHeader& header_;
+  size_t targets_;
+  const ReplayOptions& o_;
+};
+
+// Where an IO lands on its target (--fit).
+class Placement {
+ public:
+  // `source_size[d]`: the size of trace device d, for --fit scale.
+  Placement(const DeviceMap& map, const std::vector<Target>& targets, Fit fit, std::vector<uint64_t> source_size);
+  // Places `io`; false when its device is not replayed. Under --fit fail the
+  // offset is kept: make_plan refuses traces with IOs past a target's end.
+  bool place(const Io& io, uint32_t& target, uint64_t& offset) const;
+
+ private:
+  const DeviceMap& map_;
+  std::vector<uint64_t> source_size_;
+  std::vector<uint64_t> span_;   // usable bytes per target (aligned down)
+  std::vector<uint32_t> align_;  // per target
+  Fit fit_;
+};
+
+// Due times (original timing) and idle pauses (afap) from recorded times,
+// with idle gaps (no IO outstanding) capped at --max-idle. The schedule is
+// absolute: a due time depends on recorded times only, never on how late an
+// earlier IO was issued, so lateness cannot accumulate.
+class Timeline {
+ public:
+  explicit Timeline(const ReplayOptions& o);
+  // `t`: the IO's recorded event time; `complete`: its recorded completion or kNoTime.
+  void add(int64_t t, int64_t complete, int64_t& due_ns, int64_t& idle_ns);
+
+ private:
+  double speed_;
+  int64_t cap_;
+  bool afap_;
+  bool started_ = false;
+  int64_t t0_ = 0, busy_until_ = 0, removed_ = 0;
+};
+
+// The time --events chooses for `io`.
+int64_t event_time(const Io& io, EventTime e);
+
+// The source IOs inside --window, with their source index.
+class WindowedSource {
+ public:
+  WindowedSource(TraceReader& reader, const ReplayOptions& o);
+  const Io* next(uint64_t& index);  // nullptr at the end
+
+ private:
+  TraceReader& reader_;
+  const ReplayOptions& o_;
+  std::span<const Io> batch_;
+  size_t pos_ = 0;
+  uint64_t index_ = 0;
+  bool started_ = false;
+  bool ended_ = false;
+  int64_t first_ = 0;
+};
+
+class Schedule {
+ public:
+  Schedule(TraceReader& reader, const Placement& placement, const ReplayOptions& o);
+  // The next IO to replay; false at the end of the source (or window).
+  bool next(ReplayIo& out);
+
+ private:
+  const Placement& placement_;
+  const ReplayOptions& o_;
+  WindowedSource source_;
+  Timeline timeline_;
+};
+
+struct Plan {
+  uint64_t ios = 0;               // IOs to replay
+  uint64_t skipped = 0;           // IOs of unmapped devices
+  uint64_t by_op[kOpCount] = {};
+  uint64_t bytes_by_op[kOpCount] = {};
+  uint64_t max_length = 0;
+  int64_t span_ns = 0;            // recorded time from the first to the last IO
+  int64_t last_due_ns = 0;        // original timing: due time of the last IO
+  uint64_t with_completion = 0;   // IOs with a recorded completion
+  std::vector<uint64_t> device_end;  // largest end offset per trace device
+  std::vector<std::string> unfit;    // --fit fail: why IOs do not fit (one line per target)
+
+  bool writes() const;
+};
+
+// Streams the whole source (within the window) once; `reader` is left at the
+// end. Fills `unfit` when an IO cannot be placed on its target.
+Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o);
+
+}  // namespace iotape::replay
