@@ -1,0 +1,421 @@
+// iotape replay on real loop devices: the device sees the IOs of the trace,
+// --qd recorded reproduces the recorded queue depth, the safety checks
+// refuse what they must, errors are recorded, --dry-run touches nothing.
+// Truth comes from outside iotape: the kernel's blk tracer and
+// /sys/block/*/stat, and queue depths computed here from raw times.
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include "replay/dependency.h"
+#include "replay/options.h"
+#include "replay/schedule.h"
+#include "tests/test_support.h"
+#include "traces/reader.h"
+#include "traces/writer.h"
+
+using namespace iotape;
+using iotape::test::LoopDevice;
+using iotape::test::TempDir;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+void write_trace(const std::string& path, const std::vector<Io>& ios, uint64_t device_size) {
+  v1::TraceHeader h;
+  h.set_source(v1::SOURCE_SYNTH);
+  h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
+  auto* d = h.add_devices();
+  d->set_major(8);
+  d->set_minor(16);
+  d->set_name("sdb");
+  d->set_size_bytes(device_size);
+  TraceWriter w(path, h);
+  for (const auto& io : ios) w.append(io);
+  w.close();
+}
+
+std::vector<Io> read_all(const std::string& path) {
+  TraceReader r(path);
+  std::vector<Io> out;
+  Io io;
+  while (r.next(io)) {
+    io.comm = {};
+    out.push_back(io);
+  }
+  return out;
+}
+
+Io make_io(int64_t t, Op op, uint64_t offset, uint64_t length, int64_t latency = 100'000) {
+  Io io;
+  io.issue_ns = t;
+  io.complete_ns = t + latency;
+  io.op = op;
+  io.offset = offset;
+  io.length = length;
+  return io;
+}
+
+std::string replay_cmd(const std::string& trace, const std::string& target, const std::string& result,
+                       const std::string& extra) {
+  return iotape::test::iotape_binary() + " replay " + trace + " --target " + target + " -o " + result + " " + extra;
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& p, const std::string& v) {
+  std::ofstream out(p);
+  out << v;
+}
+
+// The ftrace blk tracer on one device: issue (D) events as (op letter, byte
+// offset, bytes). Restores the tracer, the device switch and the merge
+// setting it changed, and unmounts tracefs if it mounted it.
+class BlkTrace {
+ public:
+  explicit BlkTrace(const LoopDevice& dev) : dev_(dev) {
+    if (!std::filesystem::exists(kDir + "/current_tracer")) {
+      REQUIRE(::mount("nodev", kDir.c_str(), "tracefs", 0, nullptr) == 0);
+      mounted_ = true;
+    }
+    // Merged requests would hide the IOs that were issued.
+    nomerges_ = read_file(sys("queue/nomerges"));
+    write_file(sys("queue/nomerges"), "2");
+    write_file(kDir + "/buffer_size_kb", "8192");
+    write_file(kDir + "/current_tracer", "nop");
+    write_file(kDir + "/trace", "");
+    write_file(sys("trace/enable"), "1");
+    write_file(kDir + "/current_tracer", "blk");
+  }
+  ~BlkTrace() {
+    write_file(kDir + "/current_tracer", "nop");
+    write_file(sys("trace/enable"), "0");
+    write_file(sys("queue/nomerges"), nomerges_);
+    write_file(kDir + "/trace", "");
+    if (mounted_) ::umount(kDir.c_str());
+  }
+  // Reads what was traced so far. Lines look like
+  //   iotape-123 [001] ..... 12.345678:   7,0    D   R 2048 + 8 [iotape]
+  std::multiset<std::tuple<char, uint64_t, uint64_t>> issued() const {
+    std::multiset<std::tuple<char, uint64_t, uint64_t>> out;
+    std::istringstream in(read_file(kDir + "/trace"));
+    const std::string devno = std::to_string(dev_.dev_major()) + "," + std::to_string(dev_.dev_minor());
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::vector<std::string> w;
+      for (std::string s; f >> s;) w.push_back(s);
+      auto it = std::find(w.begin(), w.end(), devno);
+      if (it == w.end() || w.end() - it < 6 || it[1] != "D" || it[4] != "+") continue;
+      const std::string& rwbs = it[2];
+      const char op = rwbs.find('W') != std::string::npos   ? 'W'
+                      : rwbs.find('R') != std::string::npos ? 'R'
+                      : rwbs.find('D') != std::string::npos ? 'D'
+                                                            : 'N';
+      out.emplace(op, std::stoull(it[3]) * 512, std::stoull(it[5]) * 512);
+    }
+    return out;
+  }
+
+ private:
+  std::string sys(const std::string& f) const { return "/sys/block/" + dev_.name() + "/" + f; }
+  inline static const std::string kDir = "/sys/kernel/tracing";
+  const LoopDevice& dev_;
+  bool mounted_ = false;
+  std::string nomerges_;
+};
+
+char op_letter(Op op) {
+  switch (op) {
+    case Op::kRead: return 'R';
+    case Op::kWrite: return 'W';
+    case Op::kDiscard: return 'D';
+    default: return 'N';
+  }
+}
+
+// Queue depth at issue in the review buckets, from (issue, complete) pairs in
+// issue order: the IO itself plus the earlier IOs not complete at its issue.
+std::array<double, 8> qd_shares(const std::vector<std::pair<int64_t, int64_t>>& ios) {
+  std::array<double, 8> b{};
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> open;
+  for (const auto& [issue, complete] : ios) {
+    while (!open.empty() && open.top() <= issue) open.pop();
+    const size_t qd = open.size() + 1;
+    const int k = qd <= 3 ? static_cast<int>(qd) - 1 : qd <= 5 ? 3 : qd <= 10 ? 4 : qd <= 20 ? 5 : qd <= 32 ? 6 : 7;
+    b[k] += 100.0 / static_cast<double>(ios.size());
+    open.push(complete);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("the schedule is absolute: due times follow recorded times, never earlier lateness") {
+  replay::ReplayOptions o;
+  o.speed = 2;
+  replay::Timeline tl(o);
+  int64_t due, idle;
+  tl.add(1000, 2000, due, idle);
+  CHECK(due == 0);
+  tl.add(1'000'000'000, kNoTime, due, idle);
+  CHECK(due == 499'999'500);
+  o.max_idle_ns = 1000;
+  replay::Timeline capped(o);
+  capped.add(0, 10, due, idle);
+  capped.add(1'000'010, 1'000'020, due, idle);  // an idle gap of 1 ms, cut to 1 us
+  CHECK(due == (10 + 1000) / 2);
+}
+
+TEST_CASE("the dependency rule waits only for IOs that completed before the recorded issue") {
+  replay::DependencyTracker deps;
+  std::set<uint64_t> done;
+  auto is_done = [&](uint64_t s) { return done.count(s) > 0; };
+  deps.issued(100, 0);  // recorded completion at 100
+  deps.issued(300, 1);
+  CHECK(deps.ready(100, is_done));   // IO 0 had not completed before 100
+  CHECK_FALSE(deps.ready(101, is_done));
+  done.insert(0);
+  CHECK(deps.ready(250, is_done));
+  CHECK_FALSE(deps.ready(301, is_done));
+  done.insert(1);
+  CHECK(deps.ready(1000, is_done));
+  CHECK(deps.size() == 0);
+}
+
+TEST_CASE("options parse their text forms") {
+  CHECK(replay::parse_duration("25ms") == 25'000'000);
+  CHECK(replay::parse_duration("1.5us") == 1500);
+  CHECK_THROWS(replay::parse_duration("3 parsecs"));
+  replay::ReplayOptions o;
+  replay::parse_window("1s..2500ms", o);
+  CHECK(o.window_start_ns == 1'000'000'000);
+  CHECK(*o.window_end_ns == 2'500'000'000);
+  CHECK(replay::parse_data("compress:40").compress_percent == 40);
+  CHECK_THROWS(replay::parse_data("compress:140"));
+  const auto m = replay::parse_device_map("8:16=/dev/loop1,1=0", {"/dev/loop0", "/dev/loop1"});
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].source_major == 8);
+  CHECK(m[0].target == 1);
+  CHECK(*m[1].source_index == 1);
+  CHECK(m[1].target == 0);
+}
+
+TEST_CASE("a replay issues the trace's reads, writes and discards on the device", "[root]") {
+  if (!test::require_root("attach loop devices and use the blk tracer")) return;
+  TempDir dir;
+  LoopDevice loop(64 * kMiB);
+  std::mt19937_64 rng(7);
+  std::vector<Io> ios;
+  std::multiset<std::tuple<char, uint64_t, uint64_t>> expected;
+  int64_t t = 1'000'000;
+  for (int i = 0; i < 600; ++i) {
+    const Op op = i % 10 == 9 ? Op::kDiscard : i % 3 == 0 ? Op::kWrite : Op::kRead;
+    const uint64_t len = 4096ull << (rng() % 5);
+    const uint64_t off = (rng() % (60 * kMiB)) / 4096 * 4096;
+    ios.push_back(make_io(t, op, off, len));
+    if (i % 50 == 7) ios.back().flags |= flag::kFua;
+    expected.emplace(op_letter(op), off, len);
+    t += 20'000 + static_cast<int64_t>(rng() % 50'000);
+  }
+  ios.push_back(make_io(t, Op::kFlush, 0, 0));
+  const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
+  write_trace(trace, ios, 64 * kMiB);
+  test::run("udevadm settle");
+
+  std::multiset<std::tuple<char, uint64_t, uint64_t>> seen;
+  {
+    BlkTrace tracer(loop);
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd 8 --timing afap"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    seen = tracer.issued();
+  }
+  // FUA writes may reach a device without FUA as write + flush: compare the
+  // data-carrying IOs, which must match exactly.
+  std::erase_if(seen, [](const auto& e) { return std::get<0>(e) == 'N'; });
+  CHECK(seen == expected);
+
+  const auto out = read_all(result);
+  REQUIRE(out.size() == ios.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    INFO("IO " << i);
+    CHECK(out[i].source_index == static_cast<int64_t>(i));
+    CHECK(out[i].status == 0);
+    CHECK(out[i].op == ios[i].op);
+    CHECK(out[i].offset == ios[i].offset);
+    CHECK(out[i].length == ios[i].length);
+    CHECK(out[i].complete_ns >= out[i].issue_ns);
+  }
+  TraceReader rr(result);
+  CHECK(rr.header().source() == v1::SOURCE_REPLAY);
+  CHECK(rr.header().metadata().at("replay.source_sha256").size() == 64);
+  CHECK(rr.header().devices(0).size_bytes() == 64 * kMiB);
+}
+
+TEST_CASE("--qd recorded reproduces the recorded queue depth on a faster device", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(256 * kMiB);
+  // Bursts of 1..40 reads issued 2 us apart, each taking 2 ms on the
+  // recording device, far slower than a tmpfs loop device.
+  std::mt19937_64 rng(11);
+  std::vector<Io> ios;
+  int64_t t = 0;
+  while (ios.size() < 4000) {
+    const int burst = 1 + static_cast<int>(rng() % 40);
+    for (int k = 0; k < burst; ++k)
+      ios.push_back(make_io(t + 2000 * k, Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 2'000'000));
+    t += 2000 * burst + 2'000'000 + static_cast<int64_t>(rng() % 1'000'000);
+  }
+  std::vector<std::pair<int64_t, int64_t>> recorded;
+  for (const auto& io : ios) recorded.emplace_back(io.issue_ns, io.complete_ns);
+  const std::string trace = dir.file("src.iotape");
+  write_trace(trace, ios, 256 * kMiB);
+
+  for (const std::string timing : {"original", "afap"}) {
+    DYNAMIC_SECTION("timing " << timing) {
+      const std::string result = dir.file("qd-" + timing + ".iotape");
+      const auto r = test::run(replay_cmd(trace, loop.path(), result, "--qd recorded --timing " + timing));
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+      const auto out = read_all(result);
+      REQUIRE(out.size() == ios.size());
+      std::vector<std::pair<int64_t, int64_t>> replayed;
+      for (const auto& io : out) replayed.emplace_back(io.issue_ns, io.complete_ns);
+      const auto want = qd_shares(recorded), got = qd_shares(replayed);
+      for (size_t b = 0; b < want.size(); ++b) {
+        INFO("bucket " << b << ": recorded " << want[b] << "% replayed " << got[b] << "%");
+        CHECK(std::abs(want[b] - got[b]) <= 1.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("unsafe targets and writes without --allow-write are refused, untouched", "[root]") {
+  if (!test::require_root("attach loop devices and mount")) return;
+  TempDir dir;
+  const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), make_io(50'000, Op::kRead, 8192, 4096)}, 16 * kMiB);
+
+  SECTION("no --allow-write") {
+    LoopDevice loop(16 * kMiB);
+    test::run("udevadm settle");
+    const auto before = test::block_stat(loop.name());
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, ""));
+    const auto after = test::block_stat(loop.name());
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("--allow-write") != std::string::npos);
+    CHECK(after.write_ios == before.write_ios);
+    CHECK(after.read_ios == before.read_ios);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+  SECTION("mounted") {
+    LoopDevice loop(64 * kMiB);
+    REQUIRE(test::run("mkfs.ext4 -q -F " + loop.path()).exit_code == 0);
+    TempDir mnt;
+    REQUIRE(::mount(loop.path().c_str(), mnt.path().c_str(), "ext4", 0, nullptr) == 0);
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
+    const auto ro = test::run(replay_cmd(trace, loop.path(), result, "--dry-run"));
+    ::umount(mnt.path().c_str());
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("is mounted on " + mnt.path()) != std::string::npos);
+    CHECK(ro.exit_code != 0);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+}
+
+TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanly", "[root]") {
+  if (!test::require_root("mount tmpfs and attach loop devices")) return;
+  TempDir dir, small;
+  // A 32 MiB sparse file on a 1 MiB tmpfs: writes past 1 MiB of data fail.
+  REQUIRE(::mount("tmpfs", small.path().c_str(), "tmpfs", 0, "size=1m") == 0);
+  const std::string backing = small.file("disk");
+  { std::ofstream(backing).close(); }
+  REQUIRE(::truncate(backing.c_str(), 32 * kMiB) == 0);
+  const auto attach = test::run("losetup -f --show " + backing);
+  REQUIRE(attach.exit_code == 0);
+  const std::string dev = attach.output.substr(0, attach.output.find('\n'));
+
+  std::vector<Io> ios;
+  for (int i = 0; i < 64; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * 256 * 1024ull, 128 * 1024));
+  const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 32 * kMiB);
+  const auto r = test::run(replay_cmd(trace, dev, result, "--allow-write --timing afap --qd 4"));
+  test::run("losetup -d " + dev);
+  ::umount(small.path().c_str());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const auto out = read_all(result);
+  REQUIRE(out.size() == ios.size());
+  const auto failed = std::count_if(out.begin(), out.end(), [](const Io& io) { return io.status < 0; });
+  CHECK(failed > 0);
+  CHECK(failed < 64);
+  CHECK(out.front().status == 0);
+}
+
+TEST_CASE("--dry-run prints the plan and touches nothing", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), make_io(2'000'000'000, Op::kRead, 8192, 8192)}, 16 * kMiB);
+  test::run("udevadm settle");
+  const auto before = test::block_stat(loop.name());
+  const auto r = test::run(replay_cmd(trace, loop.path(), result, "--dry-run"));
+  const auto after = test::block_stat(loop.name());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("2 IOs") != std::string::npos);
+  CHECK(r.output.find("about 2.000000 s") != std::string::npos);
+  CHECK(after.write_ios == before.write_ios);
+  CHECK(after.read_ios == before.read_ios);
+  CHECK_FALSE(std::filesystem::exists(result));
+}
+
+TEST_CASE("--fit fail refuses IOs past the target; --fit wrap folds them inside", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(8 * kMiB);
+  std::vector<Io> ios;
+  for (int i = 0; i < 100; ++i)
+    ios.push_back(make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 3 * kMiB + 4096 * (i % 7), 16384));
+  const std::string trace = dir.file("big.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 400 * kMiB);
+
+  const auto fail = test::run(replay_cmd(trace, loop.path(), result, "--fit fail"));
+  INFO(fail.output);
+  CHECK(fail.exit_code != 0);
+  CHECK(fail.output.find("does not fit") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(result));
+
+  const auto wrap = test::run(replay_cmd(trace, loop.path(), result, "--fit wrap --timing afap"));
+  INFO(wrap.output);
+  REQUIRE(wrap.exit_code == 0);
+  const auto out = read_all(result);
+  REQUIRE(out.size() == ios.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i].end() <= 8 * kMiB);
+    CHECK(out[i].offset == ios[i].offset % (8 * kMiB));
+    CHECK(out[i].status == 0);
+  }
+}
