@@ -1,0 +1,395 @@
+// Tests of the analysis module: every expected value is either computed by
+// hand in the comment next to it or computed independently in the test.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "analysis/histogram.h"
+#include "analysis/report.h"
+#include "analysis/report_output.h"
+#include "tests/test_support.h"
+#include "traces/reader.h"
+#include "traces/writer.h"
+
+using namespace iotape;
+using namespace iotape::analysis;
+
+namespace {
+
+v1::Device device(uint32_t major, uint32_t minor) {
+  v1::Device d;
+  d.set_major(major);
+  d.set_minor(minor);
+  d.set_name("dev" + std::to_string(minor));
+  return d;
+}
+
+Io io_of(Op op, int64_t issue, int64_t complete, uint64_t offset, uint64_t length, uint32_t pid = 0,
+         std::string_view comm = {}) {
+  Io io;
+  io.op = op;
+  io.issue_ns = issue;
+  io.complete_ns = complete;
+  io.offset = offset;
+  io.length = length;
+  io.pid = pid;
+  io.comm = comm;
+  return io;
+}
+
+// Exact nearest-rank percentile of sorted values.
+uint64_t exact_percentile(const std::vector<uint64_t>& sorted, double p) {
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::max<size_t>(rank, 1) - 1];
+}
+
+void check_within_bound(uint64_t got, uint64_t exact) {
+  INFO("got " << got << ", exact " << exact);
+  CHECK(std::abs(static_cast<double>(got) - static_cast<double>(exact)) <=
+        LogLinearHistogram::kRelativeError * static_cast<double>(exact));
+}
+
+// Union length of [start, end) intervals: sort, then merge.
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> iv) {
+  std::sort(iv.begin(), iv.end());
+  int64_t total = 0, s = 0, e = 0;
+  bool open = false;
+  for (auto [a, b] : iv) {
+    if (b <= a) continue;
+    if (!open || a > e) {
+      if (open) total += e - s;
+      s = a;
+      e = b;
+      open = true;
+    } else {
+      e = std::max(e, b);
+    }
+  }
+  return open ? total + e - s : total;
+}
+
+}  // namespace
+
+TEST_CASE("histogram buckets tile the integers with bounded width") {
+  for (uint64_t v : {0ull, 1ull, 127ull, 128ull, 129ull, 255ull, 256ull, 4096ull, 1000000007ull, (1ull << 63) + 5}) {
+    const uint32_t i = LogLinearHistogram::index_of(v);
+    CHECK(LogLinearHistogram::lowest_in(i) <= v);
+    CHECK(LogLinearHistogram::highest_in(i) >= v);
+    const double width = static_cast<double>(LogLinearHistogram::highest_in(i) - LogLinearHistogram::lowest_in(i) + 1);
+    CHECK(width <= std::max(1.0, static_cast<double>(LogLinearHistogram::lowest_in(i)) / 128.0));
+  }
+  // Consecutive buckets are adjacent.
+  for (uint32_t i = 0; i < 3000; ++i)
+    CHECK(LogLinearHistogram::highest_in(i) + 1 == LogLinearHistogram::lowest_in(i + 1));
+}
+
+TEST_CASE("histogram percentiles are within the documented bound of exact ones, and merge") {
+  std::mt19937_64 rng(42);
+  std::lognormal_distribution<double> dist(11.0, 1.5);  // ~60 us median, long tail
+  std::vector<uint64_t> values;
+  LogLinearHistogram a, b;
+  for (int i = 0; i < 200000; ++i) {
+    const auto v = static_cast<uint64_t>(dist(rng));
+    values.push_back(v);
+    (i % 3 ? a : b).add(v);
+  }
+  a.merge(b);
+  std::sort(values.begin(), values.end());
+  REQUIRE(a.count() == values.size());
+  CHECK(a.min() == values.front());
+  CHECK(a.max() == values.back());
+  for (double p : {1.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) check_within_bound(a.percentile(p), exact_percentile(values, p));
+}
+
+TEST_CASE("report on a hand-made trace") {
+  test::TempDir dir;
+  const std::string path = dir.file("hand.iot");
+  {
+    TraceWriter w(path, v1::TraceHeader());
+    w.add_device(device(8, 0));
+    w.add_device(device(8, 16));
+    // ns:      0   50  100 120 130 150     300  400 450  500  600      1000
+    // A read   [--------)                                                   0..100   4 KiB at 0
+    // B write      [-----------------)                                       50..150  8 KiB at 8 KiB
+    // C read               [--)                                              120..130 4 KiB at 4 KiB (follows A)
+    // D read                               [----)                            300..400 512 B
+    // E flush                                   [--)                         400..450
+    // F write                                           500.. (no completion) 128 KiB at 16 KiB (follows B)
+    // G write                                                 [---------)    600..1000 200000 B at 0
+    // H read on the other device 8:16                           700..800
+    Io a = io_of(Op::kRead, 0, 100, 0, 4096, 10, "fio");
+    a.queue_ns = -20;
+    w.append(a);
+    w.append(io_of(Op::kWrite, 50, 150, 8192, 8192, 20, "kworker"));
+    w.append(io_of(Op::kRead, 120, 130, 4096, 4096, 10, "fio"));
+    w.append(io_of(Op::kRead, 300, 400, 100000, 512, 10, "fio"));
+    w.append(io_of(Op::kFlush, 400, 450, 0, 0));
+    w.append(io_of(Op::kWrite, 500, kNoTime, 16384, 131072));
+    w.append(io_of(Op::kWrite, 600, 1000, 0, 200000, 20, "kworker"));
+    Io h = io_of(Op::kRead, 700, 800, 0, 4096);
+    h.device = 1;
+    w.append(h);
+    w.close();
+  }
+
+  SECTION("one device") {
+    TraceReader reader(path);
+    ReportOptions o;
+    o.device = DeviceFilter{8, 0};
+    const Report r = analyse(reader, o);
+    CHECK(r.ios == 7);
+    CHECK(r.op(Op::kRead).ios == 3);
+    CHECK(r.op(Op::kWrite).ios == 3);
+    CHECK(r.op(Op::kFlush).ios == 1);
+    CHECK(r.op(Op::kRead).bytes == 4096 + 4096 + 512);
+    CHECK(r.op(Op::kWrite).bytes == 8192 + 131072 + 200000);
+    CHECK(r.with_completion == 6);
+    CHECK(r.with_queue_time == 1);
+    // Busy: [0,150] + [300,450] (D and E touch) + [600,1000]; F has no completion.
+    CHECK(r.busy_ns == 150 + 150 + 400);
+    CHECK(r.read_busy_ns == 100 + 10 + 100);
+    CHECK(r.write_busy_ns == 100 + 400);
+    CHECK(r.duration_ns() == 1000);
+    CHECK(r.idle_ns() == 300);
+    CHECK(data_rate_MBps(8704, 210) == Approx(8704 / 1e6 / 210e-9));
+    // Latency: reads 100, 10, 100; writes 100, 400 (exact: below 128 or on a bucket edge).
+    const auto& rl = r.latency_of(Op::kRead).d2c;
+    CHECK(rl.count() == 3);
+    CHECK(rl.mean() == Approx(70));
+    CHECK(rl.percentile(50) == 100);
+    CHECK(rl.percentile(1) == 10);
+    CHECK(rl.max() == 100);
+    const auto& wl = r.latency_of(Op::kWrite).d2c;
+    CHECK(wl.count() == 2);
+    CHECK(wl.percentile(50) == 100);
+    CHECK(wl.percentile(99) == 400);
+    CHECK(r.latency_of(Op::kRead).q2d.percentile(50) == 20);
+    CHECK(r.latency_of(Op::kRead).q2c.percentile(50) == 120);
+    CHECK(r.data_latency().count() == 5);
+    // Sizes of reads and writes: 4096, 8192, 4096, 512, 131072, 200000.
+    CHECK(r.sizes.buckets() == std::array<uint64_t, 8>{1, 2, 1, 0, 0, 0, 1, 1});
+    CHECK(SizeMix::bucket_of(6 * 1024) == 1);    // between 4K and 8K: the lower
+    CHECK(SizeMix::bucket_of(100 * 1024) == 5);  // between 64K and 128K: the lower
+    // Sequential: C follows A, F follows B.
+    CHECK(r.sequential.ios() == 6);
+    CHECK(r.sequential.sequential() == 2);
+    // QD at issue: A 1, B 2, C 2 (A done at 100), D 1, E 1 (D completes at 400), F 1, G 1.
+    CHECK(r.queue_depth.buckets() == std::array<uint64_t, 8>{5, 2, 0, 0, 0, 0, 0, 0});
+    CHECK(r.queue_depth.mean() == Approx(9.0 / 7.0));
+    CHECK(r.queue_depth.max() == 2);
+    REQUIRE(r.series.points().size() == 1);
+    CHECK(r.series.points()[0].ios == 7);
+    const auto top = r.processes.top(2);
+    REQUIRE(top.size() == 2);
+    CHECK(top[0].comm == "kworker");
+    CHECK(top[0].bytes == 208192);
+    CHECK(top[1].pid == 0);
+    CHECK(top[1].bytes == 131072);
+    CHECK(!r.processes.approximate());
+
+    const auto j = report_json(r, reader.header(), OutputOptions{{path}, true, 10});
+    CHECK(j["busy_time_ns"] == 700);
+    CHECK(j["idle_ns"] == 300);
+    CHECK(j["io_size_pct"]["4K"].get<double>() == Approx(100.0 * 2 / 6).epsilon(1e-4));
+    CHECK(j["sequential_pct"].get<double>() == Approx(100.0 / 3).epsilon(1e-4));
+    CHECK(j["qd_pct"]["1"].get<double>() == Approx(100.0 * 5 / 7).epsilon(1e-4));
+    CHECK(j["latency_ns"]["read"]["p50"] == 100);
+    CHECK(j.contains("q2d_ns"));
+    CHECK(j["processes"].size() == 3);
+    const std::string csv = report_csv(j);
+    CHECK(csv.find("\nbusy_time_ns,700\n") != std::string::npos);
+    CHECK(csv.find("\navg_data_rate_MBps.combined,") != std::string::npos);
+  }
+
+  SECTION("all devices") {
+    TraceReader reader(path);
+    const Report r = analyse(reader);
+    CHECK(r.ios == 8);
+    CHECK(r.devices == 2);
+    CHECK(r.busy_ns == 700);  // H lies inside G
+    CHECK(r.read_busy_ns == 310);
+  }
+
+  SECTION("window") {
+    TraceReader reader(path);
+    ReportOptions o;
+    o.device = DeviceFilter{8, 0};
+    o.window = parse_window("0.0000003..0.0000007");  // 300..700 ns: D, E, F, G
+    const Report r = analyse(reader, o);
+    CHECK(r.ios == 4);
+    CHECK(r.busy_ns == 150 + 100);  // G clipped to 700
+    CHECK(r.duration_ns() == 400);
+  }
+}
+
+TEST_CASE("window parsing") {
+  CHECK(parse_window("10..").start_ns == 10'000'000'000);
+  CHECK(!parse_window("10..").end_ns);
+  CHECK(parse_window("..2.5").end_ns == 2'500'000'000);
+  CHECK_THROWS(parse_window("5..1"));
+  CHECK_THROWS(parse_window("abc"));
+}
+
+TEST_CASE("the series coarsens to stay bounded") {
+  TimeSeries s(4);
+  for (int sec = 0; sec < 10; ++sec) s.add(io_of(Op::kRead, sec * 1'000'000'000LL, kNoTime, 0, 1000));
+  // 10 s into at most 4 points: 4 s per point -> 4, 4, 2 IOs.
+  CHECK(s.interval_ns() == 4'000'000'000);
+  REQUIRE(s.points().size() == 3);
+  CHECK(s.points()[0].ios == 4);
+  CHECK(s.points()[1].ios == 4);
+  CHECK(s.points()[2].ios == 2);
+  CHECK(s.points()[2].bytes_read == 2000);
+}
+
+TEST_CASE("per-process totals stay bounded and keep the heavy hitters") {
+  Processes p(2);
+  p.add(io_of(Op::kRead, 0, 1, 0, 1000, 1, "a"));
+  p.add(io_of(Op::kRead, 0, 1, 0, 10, 2, "b"));
+  p.add(io_of(Op::kWrite, 0, 1, 0, 5, 3, "c"));  // evicts b (10 bytes), inherits them as error
+  p.add(io_of(Op::kRead, 0, 1, 0, 1000, 1, "a"));
+  const auto top = p.top(5);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].comm == "a");
+  CHECK(top[0].bytes == 2000);
+  CHECK(top[0].error_bytes == 0);
+  CHECK(top[1].comm == "c");
+  CHECK(top[1].bytes == 15);
+  CHECK(top[1].error_bytes == 10);
+  CHECK(p.approximate());
+}
+
+// The MSR sample, read straight from its CSV, checked against totals computed
+// here from all IOs held in memory.
+TEST_CASE("report on the MSR hm_0 sample matches an independent computation") {
+  auto csv = test::real_trace("msr-hm0-sample.csv");
+  if (!csv) return;
+  std::ifstream in(*csv);
+  std::vector<Io> ios;
+  std::string line;
+  uint64_t first_tick = 0;  // FILETIME ticks overflow int64 ns: count from the first row
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string ts, host, disk, type, offset, size, resp;
+    std::getline(ss, ts, ',');
+    std::getline(ss, host, ',');
+    std::getline(ss, disk, ',');
+    std::getline(ss, type, ',');
+    std::getline(ss, offset, ',');
+    std::getline(ss, size, ',');
+    std::getline(ss, resp, ',');
+    if (!first_tick) first_tick = std::stoull(ts);
+    const int64_t issue = static_cast<int64_t>(std::stoull(ts) - first_tick) * 100;  // 100 ns ticks
+    ios.push_back(io_of(type == "Read" ? Op::kRead : Op::kWrite, issue, issue + std::stoll(resp) * 100,
+                        std::stoull(offset), std::stoull(size)));
+  }
+  REQUIRE(ios.size() == 1000);
+  std::stable_sort(ios.begin(), ios.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+
+  test::TempDir dir;
+  const std::string path = dir.file("hm0.iot");
+  {
+    TraceWriter w(path, v1::TraceHeader());
+    w.add_device(device(0, 0));
+    for (const Io& io : ios) w.append(io);
+    w.close();
+  }
+  TraceReader reader(path);
+  const Report r = analyse(reader);
+
+  // Totals published with the sample (SOURCES.md).
+  CHECK(r.op(Op::kRead).ios == 508);
+  CHECK(r.op(Op::kRead).bytes == 6108672);
+  CHECK(r.op(Op::kWrite).ios == 492);
+  CHECK(r.op(Op::kWrite).bytes == 3580928);
+
+  std::vector<std::pair<int64_t, int64_t>> all, reads, writes;
+  std::vector<uint64_t> read_lat, write_lat;
+  int64_t first = ios.front().issue_ns, last = 0;
+  for (const Io& io : ios) {
+    all.emplace_back(io.issue_ns, io.complete_ns);
+    (io.op == Op::kRead ? reads : writes).emplace_back(io.issue_ns, io.complete_ns);
+    (io.op == Op::kRead ? read_lat : write_lat).push_back(static_cast<uint64_t>(io.complete_ns - io.issue_ns));
+    last = std::max(last, io.complete_ns);
+  }
+  CHECK(r.busy_ns == union_ns(all));
+  CHECK(r.read_busy_ns == union_ns(reads));
+  CHECK(r.write_busy_ns == union_ns(writes));
+  CHECK(r.idle_ns() == last - first - union_ns(all));
+
+  std::sort(read_lat.begin(), read_lat.end());
+  std::sort(write_lat.begin(), write_lat.end());
+  for (double p : {50.0, 90.0, 99.0, 99.9}) {
+    check_within_bound(r.latency_of(Op::kRead).d2c.percentile(p), exact_percentile(read_lat, p));
+    check_within_bound(r.latency_of(Op::kWrite).d2c.percentile(p), exact_percentile(write_lat, p));
+  }
+  CHECK(r.latency_of(Op::kRead).d2c.max() == read_lat.back());
+
+  // Size buckets by explicit thresholds.
+  const uint64_t edges[] = {4096, 8192, 16384, 32768, 65536, 131072};
+  std::array<uint64_t, 8> sizes{};
+  for (const Io& io : ios) {
+    int b = 0;
+    while (b < 6 && io.length >= edges[b]) ++b;
+    if (io.length > 131072) b = 7;
+    ++sizes[b];
+  }
+  CHECK(r.sizes.buckets() == sizes);
+
+  // QD by brute force: earlier IOs still outstanding at this one's issue, plus itself.
+  uint64_t qd_sum = 0, qd1 = 0;
+  for (size_t i = 0; i < ios.size(); ++i) {
+    uint64_t qd = 1;
+    for (size_t k = 0; k < i; ++k) qd += ios[k].complete_ns > ios[i].issue_ns;
+    qd_sum += qd;
+    qd1 += qd == 1;
+  }
+  CHECK(r.queue_depth.mean() == Approx(static_cast<double>(qd_sum) / 1000.0));
+  CHECK(r.queue_depth.buckets()[0] == qd1);
+
+  // Sequential: previous IO of the same direction ended where this one starts.
+  uint64_t seq = 0;
+  for (size_t i = 0; i < ios.size(); ++i)
+    for (size_t k = i; k-- > 0;)
+      if (ios[k].op == ios[i].op) {
+        seq += ios[k].end() == ios[i].offset;
+        break;
+      }
+  CHECK(r.sequential.sequential() == seq);
+}
+
+TEST_CASE("iotape report prints JSON, CSV and text") {
+  test::TempDir dir;
+  const std::string path = dir.file("t.iot");
+  {
+    TraceWriter w(path, v1::TraceHeader());
+    w.add_device(device(8, 0));
+    w.append(io_of(Op::kRead, 0, 1'000'000, 0, 4096, 7, "fio"));
+    w.append(io_of(Op::kWrite, 2'000'000, 4'000'000, 0, 1'000'000, 7, "fio"));
+    w.close();
+  }
+  const auto j = test::run(test::iotape_binary() + " report --json " + path);
+  REQUIRE(j.exit_code == 0);
+  const auto json = nlohmann::json::parse(j.output);
+  for (const char* key : {"ios", "reads", "writes", "bytes_read", "bytes_written", "busy_time_ns", "read_busy_time_ns",
+                          "write_busy_time_ns", "avg_data_rate_MBps", "latency_ns", "io_size_pct", "sequential_pct",
+                          "qd_pct", "avg_qd", "idle_ns"})
+    CHECK(json.contains(key));
+  CHECK(json["busy_time_ns"] == 3'000'000);
+  // 1 MB written in 2 ms of write busy time: 500 MB/s.
+  CHECK(json["avg_data_rate_MBps"]["write"].get<double>() == Approx(500.0));
+  const auto c = test::run(test::iotape_binary() + " report --csv " + path);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.output.rfind("metric,value\n", 0) == 0);
+  const auto t = test::run(test::iotape_binary() + " report --by process " + path);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.output.find("fio") != std::string::npos);
+  CHECK(t.output.find("latency (us)") != std::string::npos);
+  CHECK(test::run(test::iotape_binary() + " report --window 5..1 " + path).exit_code != 0);
+}
