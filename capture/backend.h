@@ -1,0 +1,49 @@
+// A capture back end: one way of observing the block IOs of chosen devices.
+//
+// The recorder creates one, calls poll() until it is told to stop, then
+// destroys it. Construction sets the kernel up and throws std::runtime_error
+// with the reason when it cannot; the destructor restores every kernel
+// setting it changed, whatever happened in between.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture/devices.h"
+#include "iotape/v1/trace.pb.h"
+#include "traces/io.h"
+
+namespace iotape::capture {
+
+struct BackendOptions {
+  std::vector<BlockDevice> devices;  // IOs carry the index into this list
+  uint32_t pid = 0;                  // only IOs submitted by this process (0 = all)
+  std::string comm;                  // only IOs submitted by a thread of this name ("" = all)
+  uint64_t buffer_bytes = 0;         // kernel-to-user buffer; 0 = the back end's default
+};
+
+using IoSink = std::function<void(const Io&)>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual v1::Source source() const = 0;
+  // How it captures, for TraceHeader.source_detail: "ebpf:tp_btf", "blktrace:ftrace-text", ...
+  virtual std::string detail() const = 0;
+  // Waits up to timeout_ms for IOs and passes each completed IO to `sink`.
+  // Returns early (without error) when a signal interrupts the wait.
+  virtual void poll(int timeout_ms, const IoSink& sink) = 0;
+  // Events lost so far (buffer overruns): the trace stores the count.
+  virtual uint64_t dropped() = 0;
+};
+
+std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);
+std::unique_ptr<Backend> make_blktrace_backend(const BackendOptions& options);
+
+// CLOCK_BOOTTIME now, the clock of every recorded timestamp.
+int64_t boottime_ns();
+
+}  // namespace iotape::capture

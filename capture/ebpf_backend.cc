@@ -1,0 +1,182 @@
+// The eBPF back end: loads iotrace.bpf.c and turns its records into Ios.
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "capture/backend.h"
+#include "capture/iotrace.h"
+#include "capture/iotrace.skel.h"
+
+namespace iotape::capture {
+namespace {
+
+constexpr uint64_t kDefaultBuffer = 16u << 20;
+
+// libbpf explains load failures (verifier log, missing BTF) at warning level.
+int print_libbpf(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+// Kernel errno of a blk_status_t (include/linux/blk_types.h, blk_errors[]).
+int32_t status_errno(uint8_t s) {
+  switch (s) {
+    case 0: return 0;
+    case 1: return -EOPNOTSUPP;
+    case 2: return -ETIMEDOUT;
+    case 3: return -ENOSPC;
+    case 7: return -ENODATA;
+    case 9: return -ENOMEM;
+    case 12: return -EAGAIN;
+    case 16: return -ENODEV;
+    default: return -EIO;
+  }
+}
+
+// Whether a tracepoint exists and how many arguments it takes, from the
+// kernel's BTF (its btf_trace_NAME typedef points at the handler prototype,
+// whose first parameter is the tracepoint's private data).
+struct TracepointShape {
+  bool exists = false;
+  int args = 0;
+};
+
+TracepointShape tracepoint_shape(const btf* vmlinux, const std::string& name) {
+  TracepointShape shape;
+  const int id = btf__find_by_name_kind(vmlinux, ("btf_trace_" + name).c_str(), BTF_KIND_TYPEDEF);
+  if (id < 0) return shape;
+  const btf_type* t = btf__type_by_id(vmlinux, id);
+  t = btf__type_by_id(vmlinux, t->type);  // pointer
+  if (t && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);
+  if (!t || !btf_is_func_proto(t)) return shape;
+  shape.exists = true;
+  shape.args = btf_vlen(t) - 1;
+  return shape;
+}
+
+class EbpfBackend final : public Backend {
+ public:
+  explicit EbpfBackend(const BackendOptions& o) {
+    libbpf_set_print(print_libbpf);
+    btf* vmlinux = btf__load_vmlinux_btf();
+    if (!vmlinux)
+      throw std::runtime_error("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
+    const TracepointShape io_start = tracepoint_shape(vmlinux, "block_io_start");
+    const TracepointShape issue = tracepoint_shape(vmlinux, "block_rq_issue");
+    btf__free(vmlinux);
+
+    skel_ = iotrace_bpf__open();
+    if (!skel_) throw std::runtime_error(std::string("cannot open the BPF program: ") + std::strerror(errno));
+    skel_->rodata->rq_is_first_arg = issue.args == 1;
+    skel_->rodata->filter_pid = o.pid;
+    if (!o.comm.empty()) {
+      skel_->rodata->filter_by_comm = true;
+      std::strncpy(const_cast<char*>(skel_->rodata->filter_comm), o.comm.c_str(), IOTRACE_COMM_LEN - 1);
+    }
+    // block_io_start appeared in 6.5; before it, blk_account_io_start is the submitter's hook.
+    bpf_program__set_autoload(io_start.exists ? skel_->progs.blk_account_io_start : skel_->progs.block_io_start,
+                              false);
+    detail_ = io_start.exists ? "ebpf:tp_btf" : "ebpf:tp_btf+fentry";
+    uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
+    uint64_t pow2 = 4096;  // a ring buffer is a power-of-two number of pages
+    while (pow2 < buffer) pow2 <<= 1;
+    bpf_map__set_max_entries(skel_->maps.events, static_cast<uint32_t>(pow2));
+    if (int err = iotrace_bpf__load(skel_))
+      fail("cannot load the BPF program", err);
+
+    for (uint32_t i = 0; i < o.devices.size(); ++i) {
+      const uint32_t dev = (o.devices[i].major << 20) | o.devices[i].minor;
+      if (bpf_map__update_elem(skel_->maps.devices, &dev, sizeof dev, &i, sizeof i, BPF_ANY) != 0)
+        fail("cannot fill the device table", -errno);
+    }
+    if (int err = iotrace_bpf__attach(skel_)) fail("cannot attach the BPF program", err);
+    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), on_event, this, nullptr);
+    if (!ring_) fail("cannot open the ring buffer", -errno);
+    ncpus_ = libbpf_num_possible_cpus();
+  }
+
+  ~EbpfBackend() override {
+    ring_buffer__free(ring_);
+    iotrace_bpf__destroy(skel_);
+  }
+
+  v1::Source source() const override { return v1::SOURCE_EBPF; }
+  std::string detail() const override { return detail_; }
+
+  void poll(int timeout_ms, const IoSink& sink) override {
+    sink_ = &sink;
+    const int n = ring_buffer__poll(ring_, timeout_ms);
+    sink_ = nullptr;
+    if (n < 0 && n != -EINTR) throw std::runtime_error(std::string("ring buffer: ") + std::strerror(-n));
+  }
+
+  uint64_t dropped() override {
+    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus_));
+    const uint32_t zero = 0;
+    if (bpf_map__lookup_elem(skel_->maps.drops, &zero, sizeof zero, per_cpu.data(),
+                             per_cpu.size() * sizeof(uint64_t), 0) != 0)
+      return last_dropped_;
+    uint64_t total = 0;
+    for (uint64_t n : per_cpu) total += n;
+    return last_dropped_ = total;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int err) {
+    ring_buffer__free(ring_);
+    iotrace_bpf__destroy(skel_);
+    throw std::runtime_error(what + ": " + std::strerror(err < 0 ? -err : err));
+  }
+
+  static int on_event(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<EbpfBackend*>(ctx);
+    if (size < sizeof(iotrace_event) || !self->sink_) return 0;
+    const auto& e = *static_cast<const iotrace_event*>(data);
+    Io io;
+    // A request seen only at completion still gets a place in time.
+    const uint64_t issue = e.issue_ns ? e.issue_ns : (e.queue_ns ? e.queue_ns : e.complete_ns);
+    io.issue_ns = static_cast<int64_t>(issue);
+    if (e.queue_ns) io.queue_ns = static_cast<int64_t>(e.queue_ns);
+    io.complete_ns = static_cast<int64_t>(e.complete_ns);
+    io.offset = e.sector * 512;
+    io.length = e.bytes;
+    io.device = e.device;
+    io.op = static_cast<Op>(e.op);
+    io.flags = e.flags;  // iotrace_flag bits are iotape's flag:: bits
+    io.status = status_errno(e.status);
+    io.pid = e.pid;
+    io.comm = std::string_view(e.comm, strnlen(e.comm, IOTRACE_COMM_LEN));
+    io.cgroup = e.cgroup;
+    io.cpu = e.cpu ? static_cast<int32_t>(e.cpu) - 1 : -1;
+    (*self->sink_)(io);
+    return 0;
+  }
+
+  iotrace_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  const IoSink* sink_ = nullptr;
+  std::string detail_;
+  int ncpus_ = 1;
+  uint64_t last_dropped_ = 0;
+};
+
+static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&
+              IOTRACE_F_META == flag::kMeta && IOTRACE_F_RAHEAD == flag::kReadahead &&
+              IOTRACE_F_BACKGROUND == flag::kBackground && IOTRACE_F_NOMERGE == flag::kNoMerge);
+static_assert(IOTRACE_OP_WRITE_ZEROES == static_cast<int>(Op::kWriteZeroes) &&
+              IOTRACE_OP_OTHER == static_cast<int>(Op::kOther));
+
+}  // namespace
+
+std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options) {
+  return std::make_unique<EbpfBackend>(options);
+}
+
+}  // namespace iotape::capture

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iotrace: one record per completed block request, with the submitter.
+ *
+ * block_io_start (or fentry on blk_account_io_start before 6.5) runs in the
+ * submitter's context: it opens an in-flight entry with pid, comm, cgroup and
+ * the queue time. block_rq_issue adds the dispatch time, block_rq_complete
+ * sends the record and closes the entry. Requests the kernel makes itself
+ * (flushes, requeues) get their entry at insert or issue, without a pid.
+ *
+ * All times come from bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME keeps counting
+ * across suspend, so a week-long trace keeps one time line. The kernel's own
+ * rq->start_time_ns is CLOCK_MONOTONIC and plug-cached, and io_start_time_ns
+ * is only kept when the queue collects stats, so neither replaces the entry
+ * that pid and comm need anyway. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "iotrace.h"
+
+#define MAX_INFLIGHT 65536
+
+/* Set by the loader from the kernel's BTF before loading. */
+const volatile bool rq_is_first_arg = true; /* block_rq_{insert,issue}(rq) since 5.11, (q, rq) before */
+const volatile __u32 filter_pid = 0;
+const volatile bool filter_by_comm = false;
+const volatile char filter_comm[IOTRACE_COMM_LEN] = {};
+
+struct start {
+	__u64 queue_ns;
+	__u64 issue_ns;
+	__u64 cgroup;
+	__u32 pid;
+	__u32 cpu;
+	char comm[IOTRACE_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u64);
+	__type(value, struct start);
+} inflight SEC(".maps");
+
+/* Traced devices: kernel dev_t (major << 20 | minor) -> trace device index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IOTRACE_MAX_DEVICES);
+	__type(key, __u32);
+	__type(value, __u32);
+} devices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* resized by the loader */
+} events SEC(".maps");
+
+/* Records lost because the ring buffer or the in-flight table was full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct request_queue___old {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request___old {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline __u32 *device_index(struct request *rq)
+{
+	struct gendisk *disk;
+	__u32 dev;
+
+	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
+		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+	else
+		disk = BPF_CORE_READ(rq, q, disk);
+	if (!disk)
+		return 0;
+	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	return bpf_map_lookup_elem(&devices, &dev);
+}
+
+static __always_inline bool comm_matches(const char *comm)
+{
+	for (int i = 0; i < IOTRACE_COMM_LEN; i++) {
+		if (comm[i] != filter_comm[i])
+			return false;
+		if (!comm[i])
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool filtering_submitter(void)
+{
+	return filter_pid || filter_by_comm;
+}
+
+static __always_inline int on_submit(struct request *rq)
+{
+	struct start s = {};
+	__u64 key = (__u64)rq;
+
+	if (!device_index(rq))
+		return 0;
+	s.pid = bpf_get_current_pid_tgid() >> 32;
+	if (filter_pid && s.pid != filter_pid)
+		return 0;
+	bpf_get_current_comm(s.comm, sizeof(s.comm));
+	if (filter_by_comm && !comm_matches(s.comm))
+		return 0;
+	s.queue_ns = bpf_ktime_get_boot_ns();
+	s.cgroup = bpf_get_current_cgroup_id();
+	s.cpu = bpf_get_smp_processor_id() + 1;
+	if (bpf_map_update_elem(&inflight, &key, &s, BPF_ANY))
+		count_drop();
+	return 0;
+}
+
+/* A request nobody submitted through block_io_start (flush, requeue,
+ * passthrough): open an entry without a submitter, unless filtering by one. */
+static __always_inline struct start *open_anonymous(struct request *rq, __u64 key)
+{
+	struct start s = {};
+
+	if (filtering_submitter() || !device_index(rq))
+		return 0;
+	if (bpf_map_update_elem(&inflight, &key, &s, BPF_NOEXIST)) {
+		count_drop();
+		return 0;
+	}
+	return bpf_map_lookup_elem(&inflight, &key);
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(block_io_start, struct request *rq)
+{
+	return on_submit(rq);
+}
+
+SEC("fentry/blk_account_io_start")
+int BPF_PROG(blk_account_io_start, struct request *rq)
+{
+	return on_submit(rq);
+}
+
+SEC("tp_btf/block_rq_insert")
+int block_rq_insert(u64 *ctx)
+{
+	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
+	__u64 key = (__u64)rq;
+	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+
+	if (!s) {
+		s = open_anonymous(rq, key);
+		if (s)
+			s->queue_ns = bpf_ktime_get_boot_ns();
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int block_rq_issue(u64 *ctx)
+{
+	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
+	__u64 key = (__u64)rq;
+	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+
+	if (!s)
+		s = open_anonymous(rq, key);
+	if (s)
+		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
+	return 0;
+}
+
+static __always_inline __u8 op_of(__u32 cmd_flags)
+{
+	switch (cmd_flags & 0xff) { /* REQ_OP_MASK: the op numbers are ABI-stable */
+	case 0: return IOTRACE_OP_READ;
+	case 1: return IOTRACE_OP_WRITE;
+	case 2: return IOTRACE_OP_FLUSH;
+	case 3: return IOTRACE_OP_DISCARD;
+	case 9: return IOTRACE_OP_WRITE_ZEROES;
+	default: return IOTRACE_OP_OTHER;
+	}
+}
+
+#define FLAG(kernel_bit, ours) \
+	((cmd_flags & (1u << bpf_core_enum_value(enum req_flag_bits, kernel_bit))) ? (ours) : 0)
+
+static __always_inline __u16 flags_of(__u32 cmd_flags)
+{
+	return FLAG(__REQ_SYNC, IOTRACE_F_SYNC) | FLAG(__REQ_FUA, IOTRACE_F_FUA) |
+	       FLAG(__REQ_PREFLUSH, IOTRACE_F_PREFLUSH) | FLAG(__REQ_META, IOTRACE_F_META) |
+	       FLAG(__REQ_RAHEAD, IOTRACE_F_RAHEAD) | FLAG(__REQ_BACKGROUND, IOTRACE_F_BACKGROUND) |
+	       FLAG(__REQ_NOMERGE, IOTRACE_F_NOMERGE);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_event *e;
+	__u32 *dev, cmd_flags, left;
+
+	if (!s)
+		return 0; /* in flight before the capture started, or filtered out */
+	dev = device_index(rq);
+	left = BPF_CORE_READ(rq, __data_len);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+	} else {
+		cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+		e->queue_ns = s->queue_ns;
+		e->issue_ns = s->issue_ns;
+		e->complete_ns = bpf_ktime_get_boot_ns();
+		e->sector = BPF_CORE_READ(rq, __sector);
+		e->cgroup = s->cgroup;
+		/* A partial completion reports the bytes done; the rest follows. */
+		e->bytes = nr_bytes < left ? nr_bytes : left;
+		e->pid = s->pid;
+		e->device = dev ? *dev : 0;
+		e->cpu = s->cpu;
+		e->flags = flags_of(cmd_flags);
+		e->op = op_of(cmd_flags);
+		e->status = error;
+		__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+		bpf_ringbuf_submit(e, 0);
+	}
+	if (nr_bytes >= left)
+		bpf_map_delete_elem(&inflight, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,48 @@
+/* The record iotrace.bpf.c sends to user space for every completed request,
+ * and the configuration user space writes before loading it.
+ * Shared by the BPF program (C) and the loader (C++): plain fixed-size types. */
+#ifndef IOTAPE_CAPTURE_IOTRACE_H
+#define IOTAPE_CAPTURE_IOTRACE_H
+
+#define IOTRACE_COMM_LEN 16
+#define IOTRACE_MAX_DEVICES 256
+
+/* Op codes and flag bits, already translated from the kernel's request
+ * flags (whose bit positions vary between kernels) to iotape's. */
+enum iotrace_op {
+	IOTRACE_OP_READ = 0,
+	IOTRACE_OP_WRITE = 1,
+	IOTRACE_OP_FLUSH = 2,
+	IOTRACE_OP_DISCARD = 3,
+	IOTRACE_OP_WRITE_ZEROES = 4,
+	IOTRACE_OP_OTHER = 5,
+};
+
+enum iotrace_flag {
+	IOTRACE_F_SYNC = 1 << 0,
+	IOTRACE_F_FUA = 1 << 1,
+	IOTRACE_F_PREFLUSH = 1 << 2,
+	IOTRACE_F_META = 1 << 3,
+	IOTRACE_F_RAHEAD = 1 << 4,
+	IOTRACE_F_BACKGROUND = 1 << 5,
+	IOTRACE_F_NOMERGE = 1 << 6,
+};
+
+/* All times are bpf_ktime_get_boot_ns() (CLOCK_BOOTTIME); 0 = unknown. */
+struct iotrace_event {
+	__u64 queue_ns;    /* submission (block_io_start, else insert) */
+	__u64 issue_ns;    /* dispatch to the driver (block_rq_issue) */
+	__u64 complete_ns; /* block_rq_complete */
+	__u64 sector;      /* 512-byte units from the start of the whole disk */
+	__u64 cgroup;      /* submitter's cgroup v2 id, 0 = unknown */
+	__u32 bytes;
+	__u32 pid;         /* submitting thread group, 0 = unknown */
+	__u32 device;      /* index into the device table user space loaded */
+	__u32 cpu;         /* submitting CPU + 1, 0 = unknown */
+	__u16 flags;       /* enum iotrace_flag bits */
+	__u8 op;           /* enum iotrace_op */
+	__u8 status;       /* the kernel's blk_status_t */
+	char comm[IOTRACE_COMM_LEN];
+};
+
+#endif

@@ -1,0 +1,74 @@
+#include "capture/trace_output.h"
+
+#include <fmt/format.h>
+
+namespace iotape::capture {
+
+std::string anonymize_comm(std::string_view comm) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : comm) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("c-{:08x}", static_cast<uint32_t>(h ^ (h >> 32)));
+}
+
+TraceOutput::TraceOutput(OutputOptions options, v1::TraceHeader header)
+    : opt_(std::move(options)), header_(std::move(header)) {
+  open_part();
+}
+
+TraceOutput::~TraceOutput() = default;  // the writer closes itself quietly
+
+std::string TraceOutput::part_path(uint32_t part) const {
+  if (!opt_.rotate_bytes && !opt_.rotate_ns) return opt_.path;
+  std::string stem = opt_.path;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".iot") == 0) stem.resize(stem.size() - 4);
+  return fmt::format("{}.{:04d}.iot", stem, part);
+}
+
+void TraceOutput::open_part() {
+  const auto part = static_cast<uint32_t>(paths_.size());
+  header_.set_part(part);
+  paths_.push_back(part_path(part));
+  writer_ = std::make_unique<TraceWriter>(paths_.back(), header_, opt_.writer);
+  part_start_ns_ = 0;
+}
+
+void TraceOutput::append(const Io& io) {
+  if (!opt_.anonymize || io.comm.empty()) {
+    writer_->append(io);
+  } else {
+    auto it = anonymized_.find(std::string(io.comm));
+    if (it == anonymized_.end()) it = anonymized_.emplace(io.comm, anonymize_comm(io.comm)).first;
+    Io copy = io;
+    copy.comm = it->second;
+    writer_->append(copy);
+  }
+  if (opt_.rotate_bytes && writer_->stats().file_bytes >= opt_.rotate_bytes) rotate_if_due(io.issue_ns);
+}
+
+void TraceOutput::add_dropped(uint64_t events) { writer_->add_dropped(events); }
+
+void TraceOutput::tick(int64_t now_ns) {
+  writer_->tick(now_ns);
+  if (!part_start_ns_) part_start_ns_ = now_ns;
+  rotate_if_due(now_ns);
+}
+
+void TraceOutput::rotate_if_due(int64_t now_ns) {
+  const bool by_size = opt_.rotate_bytes && writer_->stats().file_bytes >= opt_.rotate_bytes;
+  const bool by_time = opt_.rotate_ns && part_start_ns_ && now_ns - part_start_ns_ >= opt_.rotate_ns;
+  if (!by_size && !by_time) return;
+  writer_->close();
+  closed_ios_ += writer_->stats().ios;
+  closed_bytes_ += writer_->stats().file_bytes;
+  closed_late_ += writer_->stats().late_ios;
+  open_part();
+  part_start_ns_ = now_ns;
+}
+
+void TraceOutput::close() { writer_->close(); }
+
+uint64_t TraceOutput::ios() const { return closed_ios_ + writer_->stats().ios; }
+uint64_t TraceOutput::file_bytes() const { return closed_bytes_ + writer_->stats().file_bytes; }
+uint64_t TraceOutput::late_ios() const { return closed_late_ + writer_->stats().late_ios; }
+
+}  // namespace iotape::capture

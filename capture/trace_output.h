@@ -1,0 +1,66 @@
+// TraceOutput: the files a capture writes, one TraceWriter at a time.
+//
+// Without rotation the trace is the single file `path`. With rotation
+// (by size and/or time) the parts are numbered: for path "week.iot" they are
+// week.0000.iot, week.0001.iot, ... (".iot" is added when `path` has another
+// extension or none). Every part carries the same header with the same
+// trace_id and its own part number, so `TraceReader({parts...})` reads them as
+// one trace. A write failure (full disk) throws TraceError; the failed part
+// still ends at its last complete chunk.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "traces/writer.h"
+
+namespace iotape::capture {
+
+struct OutputOptions {
+  std::string path;
+  uint64_t rotate_bytes = 0;  // start a new part once a part reaches this size (0 = never)
+  int64_t rotate_ns = 0;      // start a new part after this much time (0 = never)
+  bool anonymize = false;     // comm -> stable hash
+  WriterOptions writer;
+};
+
+// "c-" and 8 hex digits of a 64-bit FNV-1a hash: the same name gives the same
+// token in every trace, so anonymized traces can still be compared. Not a
+// secret: common process names can be guessed back.
+std::string anonymize_comm(std::string_view comm);
+
+class TraceOutput {
+ public:
+  TraceOutput(OutputOptions options, v1::TraceHeader header);
+  ~TraceOutput();
+
+  void append(const Io& io);
+  void add_dropped(uint64_t events);
+  // Periodic work: durable flushes, releasing the reorder window, rotation.
+  void tick(int64_t now_ns);
+  void close();
+
+  uint64_t ios() const;        // over all parts
+  uint64_t file_bytes() const; // over all parts
+  uint64_t late_ios() const;
+  const std::vector<std::string>& paths() const { return paths_; }
+
+ private:
+  std::string part_path(uint32_t part) const;
+  void open_part();
+  void rotate_if_due(int64_t now_ns);
+
+  OutputOptions opt_;
+  v1::TraceHeader header_;
+  std::unique_ptr<TraceWriter> writer_;
+  std::vector<std::string> paths_;
+  uint64_t closed_ios_ = 0, closed_bytes_ = 0, closed_late_ = 0;
+  int64_t part_start_ns_ = 0;
+  std::unordered_map<std::string, std::string> anonymized_;
+};
+
+}  // namespace iotape::capture

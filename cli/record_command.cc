@@ -1,0 +1,111 @@
+// iotape record: capture the block IOs of this machine into a trace.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "capture/recorder.h"
+#include "cli/commands.h"
+
+namespace iotape::cli {
+namespace {
+
+struct RecordCli {
+  capture::RecordOptions o;
+  std::string duration, rotate_size, rotate_time, buffer, flush_interval = "1s";
+  bool no_sync = false;
+};
+
+uint64_t parse_size(const std::string& s, const char* what) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw CLI::ValidationError(what, "not a size: " + s);
+  }
+  std::string unit = s.substr(used);
+  double mult = 1;
+  if (unit == "" || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KiB") mult = 1024.0;
+  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else throw CLI::ValidationError(what, "unknown size unit in " + s + " (use K, M, G, T)");
+  if (v < 0) throw CLI::ValidationError(what, "negative size: " + s);
+  return static_cast<uint64_t>(v * mult);
+}
+
+int64_t parse_duration(const std::string& s, const char* what) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw CLI::ValidationError(what, "not a duration: " + s);
+  }
+  const std::string unit = s.substr(used);
+  double mult;
+  if (unit == "ms") mult = 1e6;
+  else if (unit == "" || unit == "s") mult = 1e9;
+  else if (unit == "m" || unit == "min") mult = 60e9;
+  else if (unit == "h") mult = 3600e9;
+  else if (unit == "d") mult = 86400e9;
+  else throw CLI::ValidationError(what, "unknown duration unit in " + s + " (use ms, s, m, h, d)");
+  if (v < 0) throw CLI::ValidationError(what, "negative duration: " + s);
+  return static_cast<int64_t>(v * mult);
+}
+
+void run_record(RecordCli& c) {
+  auto& o = c.o;
+  if (!c.duration.empty()) o.duration_ns = parse_duration(c.duration, "--duration");
+  if (!c.rotate_size.empty()) o.output.rotate_bytes = parse_size(c.rotate_size, "--rotate-size");
+  if (!c.rotate_time.empty()) o.output.rotate_ns = parse_duration(c.rotate_time, "--rotate-time");
+  if (!c.buffer.empty()) o.buffer_bytes = parse_size(c.buffer, "--buffer");
+  o.output.writer.flush_interval_ns = parse_duration(c.flush_interval, "--flush-interval");
+  o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
+  // IOs arrive in completion order; hold them long enough to write them in issue order.
+  o.output.writer.reorder_window_ns = 2'000'000'000;
+  o.output.writer.reorder_window_ios = 1u << 19;
+  o.output.writer.file_mode = 0600;
+  o.status_line = ::isatty(STDERR_FILENO);
+
+  const capture::RecordResult r = capture::record(o);
+  fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
+             fmt::join(r.paths, " "));
+  if (r.write_failed) {
+    fmt::print(stderr, "iotape: stopped: {}\n", r.stop_reason);
+    throw ExitCode{3};
+  }
+}
+
+}  // namespace
+
+void add_record_command(CLI::App& app) {
+  auto c = std::make_shared<RecordCli>();
+  auto* sub = app.add_subcommand("record", "Record the block IOs of this machine into a trace (needs root)");
+  sub->add_option("-d,--device", c->o.devices,
+                  "Device to record (path or MAJ:MIN; a partition means its disk); repeatable. "
+                  "Default: every request-based whole disk");
+  sub->add_option("-o,--output", c->o.output.path, "Trace file (with rotation: the stem of OUT.NNNN.iot parts)")
+      ->required();
+  sub->add_option("--backend", c->o.backend, "ebpf (default) or blktrace (the ftrace blk tracer)")
+      ->check(CLI::IsMember({"ebpf", "blktrace"}));
+  sub->add_option("--duration", c->duration, "Stop after this long (e.g. 30s, 10m, 7d); default: until SIGINT/SIGTERM");
+  sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 1G)");
+  sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 1h)");
+  sub->add_option("--pid", c->o.pid, "Only IOs submitted by this process");
+  sub->add_option("--comm", c->o.comm, "Only IOs submitted by threads of this name");
+  sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
+  sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size (default 16M)");
+  sub->add_option("--flush-interval", c->flush_interval,
+                  "Write and fdatasync pending IOs at least this often (default 1s)");
+  sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync");
+  sub->footer(
+      "Timestamps are CLOCK_BOOTTIME ns (they keep counting across suspend); the header anchors them to Unix time.\n"
+      "Rotation parts OUT.0000.iot, OUT.0001.iot, ... share one trace_id: `iotape info OUT.*.iot` reads them as one.\n"
+      "Exit status: 0 stopped by signal or --duration, 1 error, 3 the output could not be written (disk full):\n"
+      "the trace is then valid up to its last complete chunk.");
+  sub->callback([c] { run_record(*c); });
+}
+
+}  // namespace iotape::cli
