@@ -1,0 +1,342 @@
+// iotape record against independent truth: fio's own totals and iolog, and
+// the kernel's /sys/block stat counters, on a loop device over tmpfs.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "tests/test_support.h"
+#include "traces/reader.h"
+
+namespace iotape::test {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A child process with stdout and stderr in `log`; killed and reaped by its
+// own pid if still running at destruction.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  // Exit status, or 128 + the signal that ended it.
+  int wait() {
+    if (pid_ > 0) {
+      int st = 0;
+      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+      }
+      reap(st);
+    }
+    return status_;
+  }
+  bool running() {
+    int st = 0;
+    if (pid_ > 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) reap(st);
+    return pid_ > 0;
+  }
+  bool wait_for_output(const std::string& needle, int timeout_ms) {
+    for (int t = 0; t < timeout_ms; t += 20) {
+      if (slurp(log_).find(needle) != std::string::npos) return true;
+      if (!running()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  std::string output() const { return slurp(log_); }
+
+ private:
+  void reap(int st) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    pid_ = -1;
+  }
+  std::string log_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+// `iotape record` running until stop(); the constructor returns once it is
+// capturing, so IOs started afterwards are all in the trace.
+class Recording {
+ public:
+  Recording(const std::string& backend, const std::string& dev, const std::string& out, const std::string& log,
+            std::vector<std::string> extra = {})
+      : proc_(args(backend, dev, out, std::move(extra)), log) {
+    if (!proc_.wait_for_output("iotape: recording", 30000)) FAIL("iotape record did not start:\n" << proc_.output());
+  }
+  // A failed test still stops it gently, so a back end restores the kernel's settings.
+  ~Recording() {
+    proc_.signal(SIGTERM);
+    for (int t = 0; t < 200 && proc_.running(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int stop(int sig = SIGINT) {
+    proc_.signal(sig);
+    return proc_.wait();
+  }
+  Process& process() { return proc_; }
+
+ private:
+  static std::vector<std::string> args(const std::string& backend, const std::string& dev, const std::string& out,
+                                       std::vector<std::string> extra) {
+    std::vector<std::string> a{iotape_binary(), "record", "-d", dev, "-o", out, "--backend", backend};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  Process proc_;
+};
+
+// (op, offset, length) of one IO; op is 0 read, 1 write.
+using IoKey = std::tuple<int, uint64_t, uint64_t>;
+
+struct Totals {
+  uint64_t ios[2] = {0, 0};
+  uint64_t bytes[2] = {0, 0};
+};
+
+// A known mix: reads and writes of several sizes, at QD1 and QD16, with a
+// fixed IO count per job. Jobs are threads, so every IO's pid is fio's.
+std::string write_job(const TempDir& dir, const std::string& device) {
+  struct Job {
+    const char* name;
+    const char* rw;
+    const char* bs;
+    int depth;
+    int ios;
+  };
+  const Job jobs[] = {{"qd1-randread-4k", "randread", "4k", 1, 300},
+                      {"qd16-randwrite-16k", "randwrite", "16k", 16, 400},
+                      {"qd16-randrw-8k", "randrw", "8k", 16, 400},
+                      {"qd1-randwrite-64k", "randwrite", "64k", 1, 100},
+                      {"qd16-randread-128k", "randread", "128k", 16, 200}};
+  std::ostringstream f;
+  f << "[global]\nfilename=" << device << "\ndirect=1\nioengine=io_uring\nthread\nrandrepeat=1\nrandseed=42\n"
+    << "size=192M\n";
+  for (const auto& j : jobs)
+    f << "[" << j.name << "]\nrw=" << j.rw << "\nbs=" << j.bs << "\niodepth=" << j.depth
+      << "\nnumber_ios=" << j.ios << "\nwrite_iolog=" << dir.file(std::string(j.name) + ".iolog") << "\n";
+  std::ofstream(dir.file("mix.fio")) << f.str();
+  return dir.file("mix.fio");
+}
+
+struct FioRun {
+  pid_t pid = 0;
+  Totals totals;
+  std::vector<IoKey> iolog;  // sorted
+};
+
+FioRun run_fio(const TempDir& dir, const std::string& device) {
+  const std::string job = write_job(dir, device);
+  FioRun r;
+  Process fio({"fio", "--output-format=json", "--output=" + dir.file("fio.json"), job}, dir.file("fio.log"));
+  r.pid = fio.pid();
+  REQUIRE(fio.wait() == 0);
+  const auto j = nlohmann::json::parse(slurp(dir.file("fio.json")));
+  for (const auto& job : j["jobs"]) {
+    r.totals.ios[0] += job["read"]["total_ios"].get<uint64_t>();
+    r.totals.bytes[0] += job["read"]["io_bytes"].get<uint64_t>();
+    r.totals.ios[1] += job["write"]["total_ios"].get<uint64_t>();
+    r.totals.bytes[1] += job["write"]["io_bytes"].get<uint64_t>();
+    std::ifstream log(dir.file(job["jobname"].get<std::string>() + ".iolog"));
+    std::string line;
+    while (std::getline(log, line)) {
+      // v3 lines: TIME FILE ACTION OFFSET LENGTH (v2 lacks the TIME).
+      std::istringstream ls(line);
+      std::vector<std::string> f{std::istream_iterator<std::string>(ls), std::istream_iterator<std::string>()};
+      if (f.size() == 5) f.erase(f.begin());
+      if (f.size() == 4 && (f[1] == "read" || f[1] == "write"))
+        r.iolog.emplace_back(f[1] == "write", std::stoull(f[2]), std::stoull(f[3]));
+    }
+  }
+  std::sort(r.iolog.begin(), r.iolog.end());
+  return r;
+}
+
+struct TraceContents {
+  Totals totals;
+  std::vector<IoKey> ios;  // reads and writes of the device, sorted
+  uint64_t other_ops = 0;
+  uint64_t other_device = 0;
+  uint64_t dropped = 0;
+  std::vector<Io> all;     // with comm copied out below
+  std::vector<std::string> comms;
+};
+
+TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, uint32_t minor) {
+  TraceReader reader(paths);
+  TraceContents t;
+  int dev = -1;
+  Io io;
+  while (reader.next(io)) {
+    if (dev < 0)
+      for (int i = 0; i < reader.header().devices_size(); ++i)
+        if (reader.header().devices(i).major() == major && reader.header().devices(i).minor() == minor) dev = i;
+    t.other_device += static_cast<int>(io.device) != dev;
+    t.all.push_back(io);
+    t.comms.emplace_back(io.comm);
+    if (io.op != Op::kRead && io.op != Op::kWrite) {
+      ++t.other_ops;
+      continue;
+    }
+    const int w = io.op == Op::kWrite;
+    ++t.totals.ios[w];
+    t.totals.bytes[w] += io.length;
+    t.ios.emplace_back(w, io.offset, io.length);
+  }
+  CHECK_FALSE(reader.status().damaged);
+  t.dropped = reader.dropped_events();
+  std::sort(t.ios.begin(), t.ios.end());
+  return t;
+}
+
+void set_nomerges(const LoopDevice& loop) {
+  // Adjacent random IOs would otherwise merge into one request: the trace
+  // records requests, fio counts its own IOs.
+  std::ofstream("/sys/block/" + loop.name() + "/queue/nomerges") << "2";
+}
+
+// The trace equals fio's IOs exactly: counts, bytes, offsets, submitter, times.
+void check_exact(const TraceContents& t, const FioRun& fio, const BlockStat& before, const BlockStat& after) {
+  CHECK(t.dropped == 0);
+  CHECK(t.other_device == 0);
+  for (int w = 0; w < 2; ++w) {
+    INFO((w ? "writes" : "reads"));
+    CHECK(t.totals.ios[w] == fio.totals.ios[w]);
+    CHECK(t.totals.bytes[w] == fio.totals.bytes[w]);
+  }
+  CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
+  CHECK(t.totals.ios[1] == after.write_ios - before.write_ios);
+  CHECK(t.totals.bytes[0] == (after.read_sectors - before.read_sectors) * 512);
+  CHECK(t.totals.bytes[1] == (after.write_sectors - before.write_sectors) * 512);
+  std::vector<IoKey> missing, extra;
+  std::set_difference(fio.iolog.begin(), fio.iolog.end(), t.ios.begin(), t.ios.end(), std::back_inserter(missing));
+  std::set_difference(t.ios.begin(), t.ios.end(), fio.iolog.begin(), fio.iolog.end(), std::back_inserter(extra));
+  INFO("iolog " << fio.iolog.size() << " IOs, trace " << t.ios.size());
+  CHECK(missing.size() == 0);
+  CHECK(extra.size() == 0);
+  uint64_t bad_pid = 0, bad_comm = 0, bad_order = 0;
+  for (size_t i = 0; i < t.all.size(); ++i) {
+    const Io& io = t.all[i];
+    if (io.op != Op::kRead && io.op != Op::kWrite) continue;
+    bad_pid += io.pid != static_cast<uint32_t>(fio.pid);
+    bad_comm += t.comms[i] != "fio";
+    bad_order += !(io.has_queue() && io.has_complete() && io.queue_ns <= io.issue_ns && io.issue_ns <= io.complete_ns);
+  }
+  CHECK(bad_pid == 0);
+  CHECK(bad_comm == 0);
+  CHECK(bad_order == 0);
+}
+
+void exact_capture_test(const std::string& backend) {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  set_nomerges(loop);
+  const BlockStat before = block_stat(loop.name());
+  Recording rec(backend, loop.path(), dir.file("t.iot"), dir.file("record.log"));
+  const FioRun fio = run_fio(dir, loop.path());
+  REQUIRE(rec.stop(SIGINT) == 0);
+  const BlockStat after = block_stat(loop.name());
+  REQUIRE(fio.totals.ios[0] + fio.totals.ios[1] == 1400);
+  INFO(slurp(dir.file("record.log")));
+  check_exact(read_trace({dir.file("t.iot")}, loop.dev_major(), loop.dev_minor()), fio, before, after);
+}
+
+}  // namespace
+
+TEST_CASE("ebpf back end records exactly fio's IOs", "[record][ebpf]") { exact_capture_test("ebpf"); }
+
+TEST_CASE("SIGKILL mid-capture leaves a trace readable up to the last flush", "[record]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(64u << 20);
+  Recording rec("ebpf", loop.path(), dir.file("t.iot"), dir.file("record.log"), {"--flush-interval", "200ms"});
+  Process fio({"fio", "--name=kill", "--filename=" + loop.path(), "--direct=1", "--ioengine=io_uring", "--thread",
+               "--rw=randread", "--bs=4k", "--iodepth=4", "--time_based", "--runtime=5"},
+              dir.file("fio.log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+  CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
+  REQUIRE(fio.wait() == 0);
+  TraceReader reader(dir.file("t.iot"));
+  uint64_t ios = 0;
+  Io io;
+  uint64_t other = 0;
+  while (reader.next(io)) {
+    ++ios;
+    other += io.op != Op::kRead;
+  }
+  CHECK(other == 0);
+  CHECK_FALSE(reader.status().damaged);
+  CHECK_FALSE(reader.has_index());
+  CHECK(ios > 1000);  // at least the first second of fio's IOs was flushed
+}
+
+TEST_CASE("a full file system ends the capture with a valid trace", "[record]") {
+  if (!require_root("mount tmpfs and record block IOs")) return;
+  TempDir dir;
+  const std::string mnt = dir.file("small");
+  std::filesystem::create_directory(mnt);
+  REQUIRE(run("mount -t tmpfs -o size=128k iotape-full " + mnt).exit_code == 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { run("umount " + path); }
+  } unmount{mnt};
+  LoopDevice loop(64u << 20);
+  Recording rec("ebpf", loop.path(), mnt + "/t.iot", dir.file("record.log"), {"--flush-interval", "100ms"});
+  Process fio({"fio", "--name=full", "--filename=" + loop.path(), "--direct=1", "--ioengine=io_uring", "--thread",
+               "--rw=randrw", "--bs=4k", "--iodepth=8", "--time_based", "--runtime=60"},
+              dir.file("fio.log"));
+  for (int t = 0; t < 600 && rec.process().running(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  fio.signal(SIGTERM);
+  fio.wait();
+  const std::string log = slurp(dir.file("record.log"));
+  INFO(log);
+  REQUIRE_FALSE(rec.process().running());
+  CHECK(rec.process().wait() == 3);  // the documented exit status for an unwritable output
+  CHECK(log.find("No space left on device") != std::string::npos);
+  TraceReader reader(mnt + "/t.iot");
+  uint64_t ios = 0;
+  Io io;
+  while (reader.next(io)) ++ios;
+  CHECK_FALSE(reader.status().damaged);
+  CHECK(ios > 0);
+}
+
+}  // namespace iotape::test
