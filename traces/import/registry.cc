@@ -1,14 +1,26 @@
 #include "traces/import/importer.h"
 
+#include "traces/import/blktrace.h"
+#include "traces/import/input.h"
+#include "traces/import/msr.h"
+#include "traces/import/vscsi.h"
+
 namespace iotape {
 
 namespace {
 constexpr Importer kImporters[] = {
-    {"none", "placeholder", v1::CLOCK_DOMAIN_UNKNOWN, nullptr},
+    {"blktrace", "raw blktrace binary: every PREFIX.blktrace.N of one run, or a blkparse -d dump",
+     v1::CLOCK_DOMAIN_RELATIVE,
+     [](const std::vector<std::string>& paths, TraceWriter& out) { return import_files(paths, out, import_blktrace); }},
+    {"msr", "MSR Cambridge CSV (SNIA IOTTA): FILETIME,host,disk,Read|Write,offset,size,response",
+     v1::CLOCK_DOMAIN_REALTIME,
+     [](const std::vector<std::string>& paths, TraceWriter& out) { return import_files(paths, out, import_msr); }},
+    {"vscsi", "VMware/CloudPhysics vscsi binary records, v1 or v2", v1::CLOCK_DOMAIN_RELATIVE,
+     [](const std::vector<std::string>& paths, TraceWriter& out) { return import_files(paths, out, import_vscsi); }},
 };
 }  // namespace
 
-std::span<const Importer> importers() { return {kImporters, 0}; }
+std::span<const Importer> importers() { return kImporters; }
 
 const Importer* find_importer(std::string_view name) {
   for (const Importer& i : importers())

@@ -1,0 +1,753 @@
+// Importers against independent truth: the real samples decoded by tiny
+// parsers written here (and by blkparse for blktrace), hand-built inputs for
+// every folding rule, and malformed inputs that must fail with a place.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "tests/blktrace_records.h"
+#include "tests/test_support.h"
+#include "traces/error.h"
+#include "traces/import/importer.h"
+#include "traces/reader.h"
+#include "traces/writer.h"
+
+using namespace iotape;
+using iotape::test::TempDir;
+namespace blk = iotape::test::blk;
+
+namespace {
+
+// An IO with its device named and its process name owned, compared as a whole.
+struct Row {
+  std::string device{};
+  int64_t queue_ns = kNoTime;
+  int64_t issue_ns = 0;
+  int64_t complete_ns = kNoTime;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  Op op = Op::kRead;
+  uint32_t flags = 0;
+  int32_t status = 0;
+  uint32_t pid = 0;
+  std::string comm{};
+  uint64_t cgroup = 0;
+  int32_t cpu = -1;
+
+  auto tie() const {
+    return std::tie(issue_ns, device, offset, length, op, queue_ns, complete_ns, flags, status, pid, comm, cgroup,
+                    cpu);
+  }
+  bool operator<(const Row& o) const { return tie() < o.tie(); }
+  bool operator==(const Row& o) const { return tie() == o.tie(); }
+};
+
+std::ostream& operator<<(std::ostream& os, const Row& r) {
+  return os << "{" << r.device << " q=" << r.queue_ns << " i=" << r.issue_ns << " c=" << r.complete_ns
+            << " off=" << r.offset << " len=" << r.length << " op=" << op_name(r.op) << " flags=" << r.flags
+            << " status=" << r.status << " pid=" << r.pid << " comm=" << r.comm << " cgroup=" << r.cgroup
+            << " cpu=" << r.cpu << "}";
+}
+
+struct Imported {
+  ImportReport report;
+  std::vector<Row> rows;
+  v1::TraceHeader header;
+  uint64_t file_bytes = 0;
+};
+
+// Imports as `iotape import` does (the importer's clock, a one-minute
+// reorder window) and reads the trace back.
+Imported import_and_read(const std::string& format, const std::vector<std::string>& inputs,
+                         const std::string& out) {
+  const Importer* imp = find_importer(format);
+  REQUIRE(imp != nullptr);
+  v1::TraceHeader h;
+  h.set_clock(imp->clock);
+  WriterOptions wo;
+  wo.reorder_window_ns = 60'000'000'000;
+  Imported r;
+  {
+    TraceWriter w(out, h, wo);
+    r.report = imp->run(inputs, w);
+    w.close();
+    r.file_bytes = w.stats().file_bytes;
+  }
+  TraceReader reader(out);
+  r.header = reader.header();
+  Io io;
+  while (reader.next(io)) {
+    REQUIRE(io.device < static_cast<uint32_t>(r.header.devices_size()));
+    r.rows.push_back({r.header.devices(static_cast<int>(io.device)).name(), io.queue_ns, io.issue_ns,
+                      io.complete_ns, io.offset, io.length, io.op, io.flags, io.status, io.pid,
+                      std::string(io.comm), io.cgroup, io.cpu});
+  }
+  REQUIRE_FALSE(reader.status().damaged);
+  return r;
+}
+
+// Equal as multisets of records; the first differing record is shown.
+void require_same(std::vector<Row> got, std::vector<Row> want) {
+  REQUIRE(got.size() == want.size());
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(got[i] == want[i])) {
+      INFO("record " << i << " of " << got.size());
+      REQUIRE(got[i] == want[i]);
+    }
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Importing `bytes` as `format` must throw a TraceError that names the file,
+// the place (":LINE:" or ": byte N:") and says `why`.
+void require_import_error(const std::string& format, const std::string& bytes, const std::string& place,
+                          const std::string& why) {
+  TempDir dir;
+  const std::string input = dir.file("input");
+  write_file(input, bytes);
+  const Importer* imp = find_importer(format);
+  REQUIRE(imp != nullptr);
+  TraceWriter w(dir.file("out.iot"), {});
+  try {
+    imp->run({input}, w);
+    FAIL("no error for " << format << " input, expected " << place << " " << why);
+  } catch (const TraceError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find(input + place) != std::string::npos);
+    CHECK(msg.find(why) != std::string::npos);
+  }
+}
+
+template <typename T>
+void put_le(std::string& out, T v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out.append(b, sizeof v);
+}
+
+template <typename T>
+T get_le(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// ---- MSR Cambridge -------------------------------------------------------------
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f;
+  std::stringstream ss(line);
+  std::string x;
+  while (std::getline(ss, x, ',')) f.push_back(x);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("msr: the hm_0 sample equals an independent parse, record by record", "[import][msr]") {
+  auto path = test::real_trace("msr-hm0-sample.csv");
+  if (!path) return;
+  std::ifstream in(*path);
+  std::string line;
+  std::vector<Row> want;
+  uint64_t reads = 0, writes = 0, read_bytes = 0, written_bytes = 0;
+  while (std::getline(in, line)) {
+    const auto f = split_csv(line);
+    REQUIRE(f.size() == 7);
+    Row r;
+    r.device = f[1] + "_" + f[2];
+    r.issue_ns = (std::stoll(f[0]) - 116444736000000000LL) * 100;
+    r.complete_ns = r.issue_ns + std::stoll(f[6]) * 100;
+    r.offset = std::stoull(f[4]);
+    r.length = std::stoull(f[5]);
+    r.op = f[3] == "Read" ? Op::kRead : Op::kWrite;
+    (r.op == Op::kRead ? reads : writes)++;
+    (r.op == Op::kRead ? read_bytes : written_bytes) += r.length;
+    want.push_back(r);
+  }
+  // The sample's published figures (SOURCES.md) agree with the parse.
+  CHECK(want.size() == 1000);
+  CHECK(reads == 508);
+  CHECK(read_bytes == 6'108'672);
+  CHECK(writes == 492);
+  CHECK(written_bytes == 3'580'928);
+
+  TempDir dir;
+  auto got = import_and_read("msr", {*path}, dir.file("msr.iot"));
+  CHECK(got.report.records == 1000);
+  CHECK(got.report.ios == 1000);
+  CHECK(got.report.skipped == 0);
+  CHECK(got.header.clock() == v1::CLOCK_DOMAIN_REALTIME);
+  REQUIRE(got.header.devices_size() == 1);
+  CHECK(got.header.devices(0).name() == "hm_0");
+  require_same(got.rows, want);
+}
+
+TEST_CASE("msr: hosts and disks become devices, CRLF and blank lines are accepted", "[import][msr]") {
+  TempDir dir;
+  const std::string a = dir.file("a.csv"), b = dir.file("b.csv");
+  write_file(a, "128166385295514663,hm,0,Read,4096,512,10\r\n\r\n128166385295514700,src1,2,Write,0,4096,20\r\n");
+  write_file(b, "128166385295514800,hm,0,Write,8192,1024,0\n");
+  auto got = import_and_read("msr", {a, b}, dir.file("out.iot"));
+  REQUIRE(got.header.devices_size() == 2);
+  CHECK(got.header.devices(0).name() == "hm_0");
+  CHECK(got.header.devices(1).name() == "src1_2");
+  // 2007-02-22 as Unix nanoseconds: (FILETIME - 11644473600 s in ticks) * 100.
+  Row r1{"hm_0", kNoTime, 1172164929551466300, 1172164929551467300, 4096, 512, Op::kRead};
+  Row r2{"src1_2", kNoTime, 1172164929551470000, 1172164929551472000, 0, 4096, Op::kWrite};
+  Row r3{"hm_0", kNoTime, 1172164929551480000, 1172164929551480000, 8192, 1024, Op::kWrite};
+  require_same(got.rows, {r1, r2, r3});
+  CHECK(got.report.records == 3);
+}
+
+TEST_CASE("msr: malformed input fails with file and line", "[import][msr][malformed]") {
+  const std::string good = "128166385295514663,hm,0,Write,9056014336,2048,2833\n";
+  SECTION("empty file") { require_import_error("msr", "", ":1:", "empty file"); }
+  SECTION("only blank lines") { require_import_error("msr", "\n\n", ":3:", "no MSR records"); }
+  SECTION("another CSV format") {
+    require_import_error("msr", "Timestamp,Response,IOType,LUN,Offset,Size\n", ":1:", "expected 7");
+  }
+  SECTION("binary data") { require_import_error("msr", std::string("\x00\x01\x02\xff", 4), ":1:", "fields"); }
+  SECTION("truncated last line") { require_import_error("msr", good + "128166385295514663,hm,0,Wri", ":2:", "fields"); }
+  SECTION("too many fields") { require_import_error("msr", "1,hm,0,Read,0,512,1,9\n", ":1:", "more than 7"); }
+  SECTION("non-numeric offset") {
+    require_import_error("msr", good + "128166385295514663,hm,0,Read,12ab,512,10\n", ":2:", "offset is not a number");
+  }
+  SECTION("empty field") { require_import_error("msr", "128166385295514663,hm,0,Read,,512,10\n", ":1:", "offset"); }
+  SECTION("negative size") {
+    require_import_error("msr", "128166385295514663,hm,0,Read,0,-4096,10\n", ":1:", "size is negative");
+  }
+  SECTION("unknown type") { require_import_error("msr", "128166385295514663,hm,0,Trim,0,4096,10\n", ":1:", "Trim"); }
+  SECTION("offset past 2^64") {
+    require_import_error("msr", "128166385295514663,hm,0,Read,99999999999999999999,512,1\n", ":1:", "offset out of range");
+  }
+  SECTION("offset + size overflow") {
+    require_import_error("msr", "128166385295514663,hm,0,Read,18446744073709551615,4096,1\n", ":1:", "overflows");
+  }
+  SECTION("timestamp overflow") {
+    require_import_error("msr", good + "18446744073709551615,hm,0,Read,0,512,1\n", ":2:", "timestamp");
+    require_import_error("msr", "9223372036854775807,hm,0,Read,0,512,1\n", ":1:", "timestamp");
+  }
+  SECTION("response time overflow") {
+    require_import_error("msr", "128166385295514663,hm,0,Read,0,512,92233720368547758\n", ":1:", "response time");
+  }
+  SECTION("disk number past 32 bits") {
+    require_import_error("msr", "128166385295514663,hm,4294967296,Read,0,512,1\n", ":1:", "disk number");
+  }
+  SECTION("a line without end") { require_import_error("msr", std::string(10000, '7'), ":1:", "longer than"); }
+}
+
+// ---- vscsi ---------------------------------------------------------------------
+
+namespace {
+
+std::string vscsi_v1(uint16_t cmd, uint64_t lbn, uint32_t len, uint64_t ts_us, uint16_t ver = 0x0100) {
+  std::string r;
+  put_le<uint32_t>(r, 7);  // serial number
+  put_le<uint32_t>(r, len);
+  put_le<uint32_t>(r, 1);  // scatter-gather entries
+  put_le<uint16_t>(r, cmd);
+  put_le<uint16_t>(r, ver);
+  put_le<uint64_t>(r, lbn);
+  put_le<uint64_t>(r, ts_us);
+  return r;
+}
+
+std::string vscsi_v2(uint16_t cmd, uint64_t lbn, uint32_t len, uint64_t ts_us, uint64_t rt_us) {
+  std::string r;
+  put_le<uint16_t>(r, cmd);
+  put_le<uint16_t>(r, 0x0200);
+  put_le<uint32_t>(r, 7);
+  put_le<uint32_t>(r, len);
+  put_le<uint32_t>(r, 1);
+  put_le<uint64_t>(r, lbn);
+  put_le<uint64_t>(r, ts_us);
+  put_le<uint64_t>(r, rt_us);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("vscsi: the CloudPhysics sample equals an independent decode, record by record", "[import][vscsi]") {
+  auto path = test::real_trace("cloudphysics-sample.vscsi");
+  if (!path) return;
+  const std::string bytes = read_file(*path);
+  REQUIRE(bytes.size() % 32 == 0);
+  std::vector<Row> want;
+  uint64_t reads = 0, writes = 0, read_bytes = 0, written_bytes = 0;
+  for (size_t at = 0; at < bytes.size(); at += 32) {
+    const char* p = bytes.data() + at;
+    REQUIRE(get_le<uint16_t>(p + 14) >> 8 == 1);
+    const uint16_t cmd = get_le<uint16_t>(p + 12);
+    REQUIRE((cmd == 0x28 || cmd == 0x2a));  // READ(10), WRITE(10): all this sample has
+    Row r;
+    r.device = "cloudphysics-sample";
+    r.op = cmd == 0x28 ? Op::kRead : Op::kWrite;
+    r.length = get_le<uint32_t>(p + 4);
+    r.offset = get_le<uint64_t>(p + 16) * 512;
+    r.issue_ns = static_cast<int64_t>(get_le<uint64_t>(p + 24)) * 1000;
+    (r.op == Op::kRead ? reads : writes)++;
+    (r.op == Op::kRead ? read_bytes : written_bytes) += r.length;
+    want.push_back(r);
+  }
+  CHECK(want.size() == 113'872);
+  CHECK(reads == 46'974);
+  CHECK(read_bytes == 1'797'412'352);
+  CHECK(writes == 66'898);
+  CHECK(written_bytes == 2'408'565'760);
+
+  TempDir dir;
+  auto got = import_and_read("vscsi", {*path}, dir.file("vscsi.iot"));
+  CHECK(got.report.records == 113'872);
+  CHECK(got.report.ios == 113'872);
+  CHECK(got.header.clock() == v1::CLOCK_DOMAIN_RELATIVE);
+  require_same(got.rows, want);
+  // The trace format's size goal for this sample.
+  const double bytes_per_io = static_cast<double>(got.file_bytes) / static_cast<double>(got.rows.size());
+  INFO("bytes per IO: " << bytes_per_io);
+  CHECK(bytes_per_io <= 5.0);
+}
+
+TEST_CASE("vscsi: version 2 records, response times and SCSI opcodes", "[import][vscsi]") {
+  TempDir dir;
+  const std::string in = dir.file("vm2.vscsi");
+  struct Case {
+    uint16_t cmd;
+    Op op;
+  };
+  const Case cases[] = {{0x08, Op::kRead},  {0x28, Op::kRead},  {0xa8, Op::kRead},    {0x88, Op::kRead},
+                        {0x0a, Op::kWrite}, {0x2a, Op::kWrite}, {0xaa, Op::kWrite},   {0x8a, Op::kWrite},
+                        {0x35, Op::kFlush}, {0x91, Op::kFlush}, {0x42, Op::kDiscard}, {0x41, Op::kOther},
+                        {0x93, Op::kOther}, {0x12, Op::kOther}};
+  std::string bytes;
+  std::vector<Row> want;
+  uint64_t ts = 1'000'000;
+  for (const Case& c : cases) {
+    bytes += vscsi_v2(c.cmd, ts / 7, 4096, ts, 250);
+    want.push_back({"vm2", kNoTime, static_cast<int64_t>(ts) * 1000, static_cast<int64_t>(ts + 250) * 1000,
+                    ts / 7 * 512, 4096, c.op});
+    ts += 1000;
+  }
+  write_file(in, bytes);
+  auto got = import_and_read("vscsi", {in}, dir.file("out.iot"));
+  require_same(got.rows, want);
+}
+
+TEST_CASE("vscsi: malformed input fails with file and byte offset", "[import][vscsi][malformed]") {
+  const std::string good = vscsi_v1(0x28, 100, 4096, 5);
+  SECTION("empty file") { require_import_error("vscsi", "", ": byte 0:", "empty file"); }
+  SECTION("a CSV file") {
+    require_import_error("vscsi", "128166385295514663,hm,0,Write,9056014336,2048,2833\n", ": byte 0:",
+                         "not a vscsi trace");
+  }
+  SECTION("shorter than one record") { require_import_error("vscsi", good.substr(0, 20), ": byte 0:", "truncated"); }
+  SECTION("truncated record") { require_import_error("vscsi", good + good.substr(0, 10), ": byte 32:", "truncated"); }
+  SECTION("truncated v2 record") {
+    const std::string v2 = vscsi_v2(0x28, 1, 512, 1, 1);
+    require_import_error("vscsi", v2 + v2.substr(0, 36), ": byte 40:", "truncated");
+  }
+  SECTION("version changes mid-file") {
+    require_import_error("vscsi", good + vscsi_v1(0x28, 1, 512, 6, 0x0300), ": byte 32:", "version 3");
+  }
+  SECTION("block past 2^64 bytes") {
+    require_import_error("vscsi", good + vscsi_v1(0x28, UINT64_MAX / 256, 512, 6), ": byte 32:", "out of range");
+  }
+  SECTION("block + length overflow") {
+    require_import_error("vscsi", vscsi_v1(0x28, UINT64_MAX / 512, 4096, 6), ": byte 0:", "out of range");
+  }
+  SECTION("timestamp overflow") {
+    require_import_error("vscsi", good + vscsi_v1(0x28, 1, 512, UINT64_MAX), ": byte 32:", "timestamp");
+    require_import_error("vscsi", vscsi_v1(0x28, 1, 512, INT64_MAX / 1000 + 1), ": byte 0:", "timestamp");
+  }
+  SECTION("response time overflow") {
+    require_import_error("vscsi", vscsi_v2(0x28, 1, 512, INT64_MAX / 1000, INT64_MAX / 1000), ": byte 0:",
+                         "out of range");
+  }
+}
+
+// ---- blktrace ------------------------------------------------------------------
+
+namespace {
+
+// One line of `blkparse -f "%a %M %m %S %N %T.%t %p %c %d %e %C\n"`.
+struct Parsed {
+  std::string action;
+  uint32_t major = 0, minor = 0;
+  uint64_t sector = 0, bytes = 0;
+  int64_t time_ns = 0;
+  uint32_t pid = 0;
+  int32_t cpu = 0;
+  std::string rwbs;
+  int32_t error = 0;
+  std::string comm{};
+};
+
+std::vector<Parsed> blkparse(const std::string& dir, const std::string& prefix, const std::string& out) {
+  auto r = test::run("cd '" + dir + "' && blkparse -i '" + prefix +
+                     "' -f '%a %M %m %S %N %T.%t %p %c %d %e %C\\n' -o '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<Parsed> events;
+  std::ifstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    Parsed e;
+    std::string time;
+    if (!(ss >> e.action >> e.major >> e.minor >> e.sector >> e.bytes >> time >> e.pid >> e.cpu >> e.rwbs >> e.error))
+      continue;  // the summary after the events
+    const auto dot = time.find('.');
+    REQUIRE(dot != std::string::npos);
+    e.time_ns = std::stoll(time.substr(0, dot)) * 1'000'000'000 + std::stoll(time.substr(dot + 1));
+    std::getline(ss >> std::ws, e.comm);
+    events.push_back(e);
+  }
+  return events;
+}
+
+// An RWBS string as blkparse prints it: [F]{D|W|R|N}[F][A][S][M].
+void rwbs_to(const std::string& rwbs, uint64_t bytes, Op* op, uint32_t* flags) {
+  size_t i = 0;
+  const bool flush = rwbs[i] == 'F';
+  if (flush) ++i;
+  const char kind = rwbs[i++];
+  *op = kind == 'D' ? Op::kDiscard : kind == 'W' ? Op::kWrite : Op::kRead;
+  if (flush && bytes == 0 && kind != 'D') *op = Op::kFlush;
+  *flags = flush && *op != Op::kFlush ? flag::kPreflush : 0;
+  for (; i < rwbs.size(); ++i)
+    *flags |= rwbs[i] == 'F' ? flag::kFua : rwbs[i] == 'A' ? flag::kReadahead : rwbs[i] == 'S' ? flag::kSync
+              : rwbs[i] == 'M' ? flag::kMeta : 0;
+}
+
+// IOs as blkparse's events show them, for traces without merges into a
+// request after its D: each C takes the last D at its sector, that D the
+// last Q there before it.
+std::vector<Row> ios_from_blkparse(const std::vector<Parsed>& events) {
+  std::vector<Row> rows;
+  for (size_t c = 0; c < events.size(); ++c) {
+    if (events[c].action != "C") continue;
+    auto last_before = [&](size_t end, const std::string& action) {
+      for (size_t i = end; i-- > 0;)
+        if (events[i].action == action && events[i].sector == events[end].sector &&
+            events[i].major == events[end].major && events[i].minor == events[end].minor)
+          return i;
+      FAIL("no " << action << " before event " << end);
+      return size_t{0};
+    };
+    const size_t d = last_before(c, "D");
+    const size_t q = last_before(d, "Q");
+    Row r;
+    r.device = std::to_string(events[c].major) + "," + std::to_string(events[c].minor);
+    r.queue_ns = events[q].time_ns;
+    r.issue_ns = events[d].time_ns;
+    r.complete_ns = events[c].time_ns;
+    r.offset = events[c].sector * 512;
+    r.length = events[c].bytes;
+    CHECK(events[d].bytes == events[c].bytes);
+    rwbs_to(events[d].rwbs, events[d].bytes, &r.op, &r.flags);
+    r.status = -events[c].error;
+    r.pid = events[q].pid;
+    r.comm = events[q].comm;
+    r.cpu = events[q].cpu;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// The rows with every time moved by `delta`.
+std::vector<Row> shifted(std::vector<Row> rows, int64_t delta) {
+  for (Row& r : rows) {
+    r.issue_ns += delta;
+    if (r.queue_ns != kNoTime) r.queue_ns += delta;
+    if (r.complete_ns != kNoTime) r.complete_ns += delta;
+  }
+  return rows;
+}
+
+int64_t first_issue(const std::vector<Row>& rows) {
+  return std::min_element(rows.begin(), rows.end())->issue_ns;
+}
+
+// A copy of a blktrace file in the other byte order (payloads kept: the
+// importer reads only comm strings and big-endian payloads from them).
+std::string byte_swapped(const std::string& bytes) {
+  std::string out;
+  for (size_t at = 0; at + 48 <= bytes.size();) {
+    const char* p = bytes.data() + at;
+    blk::Event e;
+    e.time = get_le<uint64_t>(p + 8);
+    e.sector = get_le<uint64_t>(p + 16);
+    e.bytes = get_le<uint32_t>(p + 24);
+    e.action = get_le<uint32_t>(p + 28);
+    e.pid = get_le<uint32_t>(p + 32);
+    e.device = get_le<uint32_t>(p + 36);
+    e.cpu = get_le<uint32_t>(p + 40);
+    e.error = get_le<uint16_t>(p + 44);
+    const uint16_t pdu = get_le<uint16_t>(p + 46);
+    e.payload = bytes.substr(at + 48, pdu);
+    blk::append(out, e, true);
+    at += 48 + pdu;
+  }
+  return out;
+}
+
+uint64_t count_records(const std::string& bytes) {
+  uint64_t n = 0;
+  for (size_t at = 0; at + 48 <= bytes.size(); ++n) at += 48 + get_le<uint16_t>(bytes.data() + at + 46);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("blktrace: the lvm-sda sample equals blkparse's view, IO by IO", "[import][blktrace]") {
+  auto cpu0 = test::real_trace("lvm-sda.blktrace.0");
+  auto cpu1 = test::real_trace("lvm-sda.blktrace.1");
+  if (!cpu0 || !cpu1) return;
+  const std::string samples = cpu0->substr(0, cpu0->rfind('/'));
+  TempDir dir;
+  const auto events = blkparse(samples, "lvm-sda", dir.file("parsed.txt"));
+  const auto count = [&](const std::string& a) {
+    return std::count_if(events.begin(), events.end(), [&](const Parsed& e) { return e.action == a; });
+  };
+  CHECK(count("Q") == 113);
+  CHECK(count("D") == 109);
+  REQUIRE(count("C") == 109);
+  uint64_t completed_bytes = 0;
+  for (const auto& e : events)
+    if (e.action == "C") completed_bytes += e.bytes;
+  CHECK(completed_bytes == 3'232'256);  // SOURCES.md; blkparse's summary rounds it to 3156KiB
+  const auto want = ios_from_blkparse(events);
+
+  auto got = import_and_read("blktrace", {*cpu0, *cpu1}, dir.file("lvm.iot"));
+  REQUIRE(got.rows.size() == 109);
+  uint64_t got_bytes = 0;
+  for (const Row& r : got.rows) {
+    CHECK(r.device == "8,0");
+    got_bytes += r.length;
+  }
+  CHECK(got_bytes == completed_bytes);
+  REQUIRE(got.header.devices_size() == 1);
+  CHECK(got.header.devices(0).major() == 8);
+  CHECK(got.header.devices(0).minor() == 0);
+  CHECK(got.header.clock() == v1::CLOCK_DOMAIN_RELATIVE);
+  CHECK(got.report.records == count_records(read_file(*cpu0)) + count_records(read_file(*cpu1)));
+  CHECK(got.report.skipped == 0);
+  CHECK(got.report.notes.empty());
+  // blkparse prints times from the first event; the import keeps the kernel's clock.
+  require_same(got.rows, shifted(want, first_issue(got.rows) - first_issue(want)));
+}
+
+TEST_CASE("blktrace: per-CPU files, a blkparse -d dump and a byte-swapped copy import alike", "[import][blktrace]") {
+  auto cpu0 = test::real_trace("lvm-sda.blktrace.0");
+  auto cpu1 = test::real_trace("lvm-sda.blktrace.1");
+  if (!cpu0 || !cpu1) return;
+  const std::string samples = cpu0->substr(0, cpu0->rfind('/'));
+  TempDir dir;
+  auto per_cpu = import_and_read("blktrace", {*cpu0, *cpu1}, dir.file("a.iot"));
+
+  SECTION("blkparse -d dump") {
+    auto r = test::run("cd '" + samples + "' && blkparse -i lvm-sda -d '" + dir.file("merged.bin") + "' -o /dev/null");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto merged = import_and_read("blktrace", {dir.file("merged.bin")}, dir.file("b.iot"));
+    // The dump counts event times from the first event.
+    require_same(shifted(merged.rows, first_issue(per_cpu.rows) - first_issue(merged.rows)), per_cpu.rows);
+  }
+  SECTION("other byte order") {
+    write_file(dir.file("s.0"), byte_swapped(read_file(*cpu0)));
+    write_file(dir.file("s.1"), byte_swapped(read_file(*cpu1)));
+    auto swapped = import_and_read("blktrace", {dir.file("s.0"), dir.file("s.1")}, dir.file("c.iot"));
+    require_same(swapped.rows, per_cpu.rows);
+  }
+}
+
+TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flushes", "[import][blktrace]") {
+  const uint32_t sdb = blk::dev(8, 16), sdb1 = blk::dev(8, 17), dm = blk::dev(253, 0);
+  const uint32_t W = blk::kWrite;
+  // Two per-CPU files: submissions on CPU 0, completions on CPU 1.
+  std::string cpu0, cpu1;
+  auto e0 = [&](blk::Event e) { e.cpu = 0; blk::append(cpu0, e); };
+  auto e1 = [&](blk::Event e) { e.cpu = 1; blk::append(cpu1, e); };
+  e0({.time = 10, .action = blk::kProcessName, .pid = 100, .device = sdb, .payload = blk::comm("fio")});
+  e0({.time = 11, .action = blk::kProcessName, .pid = 200, .device = sdb, .payload = blk::comm("dd")});
+  // A request grown by a back merge and a front merge: sectors 992..1016.
+  e0({.time = 1000, .sector = 1000, .bytes = 4096, .action = blk::Q | W, .pid = 100, .device = sdb});
+  e0({.time = 1100, .sector = 1000, .bytes = 4096, .action = blk::G | W, .pid = 100, .device = sdb});
+  e0({.time = 1300, .sector = 1008, .bytes = 4096, .action = blk::Q | W, .pid = 100, .device = sdb});
+  e0({.time = 1310, .sector = 1008, .bytes = 4096, .action = blk::M | W, .pid = 100, .device = sdb});
+  e0({.time = 1400, .sector = 992, .bytes = 4096, .action = blk::Q | W, .pid = 100, .device = sdb});
+  e0({.time = 1410, .sector = 992, .bytes = 4096, .action = blk::F | W, .pid = 100, .device = sdb});
+  e0({.time = 1500, .sector = 992, .bytes = 12288, .action = blk::I | W, .pid = 100, .device = sdb});
+  e0({.time = 2000, .sector = 992, .bytes = 12288, .action = blk::D | W | blk::kSync | blk::kFua, .pid = 7, .device = sdb});
+  e1({.time = 3000, .sector = 992, .bytes = 12288, .action = blk::C | W, .device = sdb});
+  // A bio queued on a dm device, remapped to a partition and then to the disk.
+  e0({.time = 4000, .sector = 50, .bytes = 8192, .action = blk::Q, .pid = 200, .device = dm});
+  e0({.time = 4100, .sector = 5000, .bytes = 8192, .action = blk::A, .pid = 200, .device = sdb, .payload = blk::remap(dm, sdb1, 50)});
+  e0({.time = 4200, .sector = 7048, .bytes = 8192, .action = blk::A, .pid = 200, .device = sdb, .payload = blk::remap(sdb1, sdb, 5000)});
+  e0({.time = 4300, .sector = 7048, .bytes = 8192, .action = blk::Q, .pid = 200, .device = sdb});
+  e0({.time = 5000, .sector = 7048, .bytes = 8192, .action = blk::D | blk::kAhead, .device = sdb});
+  e1({.time = 6000, .sector = 7048, .bytes = 8192, .action = blk::C | blk::kAhead, .device = sdb});
+  // A bio split in two requests.
+  e0({.time = 7000, .sector = 20000, .bytes = 16384, .action = blk::Q | W | blk::kCgroup, .pid = 100, .device = sdb,
+      .payload = std::string("\x34\x12\0\0\0\0\0\0", 8)});
+  e0({.time = 7010, .sector = 20000, .bytes = 8192, .action = blk::X | W, .pid = 100, .device = sdb, .payload = blk::be64(20016)});
+  e0({.time = 7100, .sector = 20000, .bytes = 8192, .action = blk::D | W, .device = sdb});
+  e0({.time = 7200, .sector = 20016, .bytes = 8192, .action = blk::D | W, .device = sdb});
+  e1({.time = 7300, .sector = 20000, .bytes = 8192, .action = blk::C | W, .device = sdb});
+  e1({.time = 7400, .sector = 20016, .bytes = 8192, .action = blk::C | W, .device = sdb});
+  // Requeued once, then issued again.
+  e0({.time = 8000, .sector = 30000, .bytes = 4096, .action = blk::Q, .pid = 100, .device = sdb});
+  e0({.time = 8100, .sector = 30000, .bytes = 4096, .action = blk::D, .device = sdb});
+  e0({.time = 8200, .sector = 30000, .bytes = 4096, .action = blk::R, .device = sdb});
+  e0({.time = 8300, .sector = 30000, .bytes = 4096, .action = blk::D, .device = sdb});
+  e1({.time = 8400, .sector = 30000, .bytes = 4096, .action = blk::C, .device = sdb});
+  // Completed in two parts.
+  e0({.time = 9000, .sector = 40000, .bytes = 8192, .action = blk::Q | W, .pid = 100, .device = sdb});
+  e0({.time = 9100, .sector = 40000, .bytes = 8192, .action = blk::D | W, .device = sdb});
+  e1({.time = 9200, .sector = 40000, .bytes = 4096, .action = blk::C | W, .device = sdb});
+  e1({.time = 9300, .sector = 40008, .bytes = 4096, .action = blk::C | W, .device = sdb});
+  // A flush with no Q; a write with a preflush; a failed discard.
+  e0({.time = 10000, .action = blk::D | blk::kFlush, .device = sdb});
+  e1({.time = 10100, .action = blk::C | blk::kFlush, .device = sdb});
+  e0({.time = 11000, .sector = 50000, .bytes = 4096, .action = blk::Q | W | blk::kFlush, .pid = 100, .device = sdb});
+  e0({.time = 11100, .sector = 50000, .bytes = 4096, .action = blk::D | W | blk::kFlush, .device = sdb});
+  e1({.time = 11200, .sector = 50000, .bytes = 4096, .action = blk::C | W | blk::kFlush, .device = sdb});
+  e0({.time = 12000, .sector = 60000, .bytes = 1 << 20, .action = blk::Q | W | blk::kDiscard, .pid = 100, .device = sdb});
+  e0({.time = 12100, .sector = 60000, .bytes = 1 << 20, .action = blk::D | W | blk::kDiscard, .device = sdb});
+  e1({.time = 12200, .sector = 60000, .bytes = 1 << 20, .action = blk::C | W | blk::kDiscard, .device = sdb,
+      .error = static_cast<uint16_t>(-5)});
+  // Passthrough commands, a completion of nothing, a request never completed.
+  e0({.time = 13000, .bytes = 512, .action = blk::D | blk::kPc, .device = sdb});
+  e1({.time = 13100, .bytes = 512, .action = blk::C | blk::kPc, .device = sdb});
+  e1({.time = 14000, .sector = 99999, .bytes = 4096, .action = blk::C, .device = sdb});
+  e0({.time = 15000, .sector = 123456, .bytes = 4096, .action = blk::Q, .pid = 100, .device = sdb});
+  e0({.time = 15100, .sector = 123456, .bytes = 4096, .action = blk::D, .device = sdb});
+
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  write_file(dir.file("t.blktrace.1"), cpu1);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0"), dir.file("t.blktrace.1")}, dir.file("t.iot"));
+
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op, uint32_t flags,
+               uint32_t pid, std::string comm, int32_t cpu) {
+    Row r;
+    r.device = "8,16";
+    r.queue_ns = q;
+    r.issue_ns = i;
+    r.complete_ns = c;
+    r.offset = sector * 512;
+    r.length = bytes;
+    r.op = op;
+    r.flags = flags;
+    r.pid = pid;
+    r.comm = std::move(comm);
+    r.cpu = cpu;
+    return r;
+  };
+  std::vector<Row> want = {
+      io(1000, 2000, 3000, 992, 12288, Op::kWrite, flag::kSync | flag::kFua, 100, "fio", 0),
+      io(4000, 5000, 6000, 7048, 8192, Op::kRead, flag::kReadahead, 200, "dd", 0),
+      io(7000, 7100, 7300, 20000, 8192, Op::kWrite, 0, 100, "fio", 0),
+      io(7000, 7200, 7400, 20016, 8192, Op::kWrite, 0, 100, "fio", 0),
+      io(8000, 8300, 8400, 30000, 4096, Op::kRead, 0, 100, "fio", 0),
+      io(9000, 9100, 9300, 40000, 8192, Op::kWrite, 0, 100, "fio", 0),
+      io(kNoTime, 10000, 10100, 0, 0, Op::kFlush, 0, 0, "", -1),
+      io(11000, 11100, 11200, 50000, 4096, Op::kWrite, flag::kPreflush, 100, "fio", 0),
+      io(12000, 12100, 12200, 60000, 1 << 20, Op::kDiscard, 0, 100, "fio", 0),
+  };
+  want[2].cgroup = want[3].cgroup = 0x1234;
+  want[8].status = -5;
+  require_same(got.rows, want);
+
+  const auto& notes = got.report.notes;
+  auto has = [&](const std::string& prefix) {
+    INFO("notes: " << notes.size());
+    for (const auto& n : notes) UNSCOPED_INFO(n);
+    return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  CHECK(has("1 C events matched no D"));
+  CHECK(has("1 D events had no Q"));
+  CHECK(has("1 requests were issued but not completed"));
+  CHECK(has("1 requeues"));
+  CHECK(has("2 remap (A) events moved"));
+  CHECK(has("2 passthrough (PC) events skipped"));
+  CHECK(got.report.skipped == 3);
+  CHECK(got.report.ios == want.size());
+}
+
+TEST_CASE("blktrace: malformed input fails with file and byte offset", "[import][blktrace][malformed]") {
+  std::string good;
+  blk::append(good, {.time = 5, .sector = 8, .bytes = 4096, .action = blk::Q, .device = blk::dev(8, 0)});
+  SECTION("empty file") { require_import_error("blktrace", "", ": byte 0:", "empty file"); }
+  SECTION("a CSV file") {
+    require_import_error("blktrace", "128166385295514663,hm,0,Write,9056014336,2048,2833\n", ": byte 0:",
+                         "bad magic");
+  }
+  SECTION("truncated record") { require_import_error("blktrace", good + good.substr(0, 20), ": byte 48:", "truncated"); }
+  SECTION("truncated payload") {
+    std::string r;
+    blk::append(r, {.time = 5, .action = blk::kProcessName, .payload = blk::comm("fio")});
+    require_import_error("blktrace", good + r.substr(0, 52), ": byte 48:", "payload");
+  }
+  SECTION("garbage after a record") { require_import_error("blktrace", good + std::string(48, 'x'), ": byte 48:", "bad magic"); }
+  SECTION("unsupported version") {
+    std::string r = good;
+    r[0] = 0x06;
+    require_import_error("blktrace", good + r, ": byte 48:", "version 6");
+  }
+  SECTION("timestamp overflow") {
+    std::string r;
+    blk::append(r, {.time = UINT64_MAX, .action = blk::Q});
+    require_import_error("blktrace", good + r, ": byte 48:", "timestamp");
+  }
+  SECTION("sector past 2^64 bytes") {
+    std::string r;
+    blk::append(r, {.time = 6, .sector = UINT64_MAX / 2, .bytes = 512, .action = blk::D});
+    blk::append(r, {.time = 7, .sector = UINT64_MAX / 2, .bytes = 512, .action = blk::C});
+    require_import_error("blktrace", good + r, ": byte 96:", "out of range");
+  }
+  SECTION("remap without its payload") {
+    std::string r;
+    blk::append(r, {.time = 6, .sector = 8, .bytes = 512, .action = blk::A, .payload = "abc"});
+    require_import_error("blktrace", good + r, ": byte 48:", "remap");
+  }
+  SECTION("cgroup flag without a cgroup id") {
+    std::string r;
+    blk::append(r, {.time = 6, .action = blk::Q | blk::kCgroup});
+    require_import_error("blktrace", good + r, ": byte 48:", "cgroup");
+  }
+}
+
+// ---- the command ---------------------------------------------------------------
+
+TEST_CASE("iotape import: writes the trace, or nothing when the input is bad", "[import][cli]") {
+  TempDir dir;
+  const std::string good = dir.file("good.csv"), bad = dir.file("bad.csv");
+  write_file(good, "128166385295514663,hm,0,Read,4096,512,10\n");
+  write_file(bad, "128166385295514663,hm,0,Read,4096,512,10\n128166385295514663,hm,0,Read,x,512,10\n");
+  auto ok = test::run(test::iotape_binary() + " import msr " + good + " -o " + dir.file("good.iot"));
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.output.find("imported 1 IOs") != std::string::npos);
+  auto fail = test::run(test::iotape_binary() + " import msr " + bad + " -o " + dir.file("bad.iot"));
+  INFO(fail.output);
+  CHECK(fail.exit_code != 0);
+  CHECK(fail.output.find(bad + ":2:") != std::string::npos);
+  CHECK_FALSE(std::ifstream(dir.file("bad.iot")).good());
+}

@@ -1,0 +1,35 @@
+// Inputs of an import: files opened as buffered streams, plus the helpers the
+// importers share for reading them. Importers take streams, so they run the
+// same on files and on bytes in memory.
+#pragma once
+
+#include <cstddef>
+#include <istream>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "traces/import/importer.h"
+
+namespace iotape {
+
+// One input of an import: its stream and the name errors cite.
+struct Input {
+  std::string name;
+  std::istream* stream = nullptr;
+};
+
+// An importer over streams, e.g. import_msr.
+using StreamImporter = ImportReport (*)(std::span<const Input> inputs, TraceWriter& out);
+
+// Opens every path (TraceError if one cannot be) and runs `import` on them.
+ImportReport import_files(const std::vector<std::string>& paths, TraceWriter& out, StreamImporter import);
+
+// Reads up to n bytes; returns how many were read (fewer only at the end).
+size_t read_bytes(std::istream& in, char* out, size_t n);
+
+// "dir/cloudphysics.vscsi" -> "cloudphysics"
+std::string file_stem(const std::string& path);
+
+}  // namespace iotape
