@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/trace_format.h"
+#include "traces/export/text_formats.h"
 #include "traces/reader.h"
 
 namespace iotape::cli {

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   iotape::cli::add_import_command(app);
   iotape::cli::add_info_command(app);
   iotape::cli::add_cat_command(app);
+  iotape::cli::add_export_command(app);
   iotape::cli::add_record_command(app);
   iotape::cli::add_report_command(app);
   iotape::cli::add_replay_command(app);

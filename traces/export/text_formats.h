@@ -1,4 +1,4 @@
-// Printing IOs for people and for other programs (iotape cat).
+// IOs as lines of text for people and other programs (iotape cat, iotape export).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "iotape/v1/trace.pb.h"
 #include "traces/io.h"
 
-namespace iotape::cli {
+namespace iotape {
 
 // blkparse-like RWBS letters: R/W/F/D/Z/N, then F (FUA), S (sync), M (meta), A (readahead).
 std::string rwbs(const Io& io);
@@ -18,4 +18,4 @@ std::string csv_header();
 std::string format_csv(const Io& io, uint64_t index, const v1::Device* dev);
 std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev);
 
-}  // namespace iotape::cli
+}  // namespace iotape

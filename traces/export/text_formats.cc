@@ -1,10 +1,10 @@
-#include "cli/trace_format.h"
+#include "traces/export/text_formats.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-namespace iotape::cli {
+namespace iotape {
 namespace {
 
 std::string time_or_empty(int64_t t) { return t == kNoTime ? std::string() : std::to_string(t); }
@@ -73,4 +73,4 @@ std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace iotape::cli
+}  // namespace iotape

@@ -1,0 +1,179 @@
+// Exports are checked by the tools that read them: blkparse, btt and fio.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "tests/test_support.h"
+#include "traces/reader.h"
+#include "traces/writer.h"
+
+using namespace iotape;
+using iotape::test::run;
+using iotape::test::TempDir;
+
+namespace {
+
+std::string iotape_cmd() { return iotape::test::iotape_binary(); }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<Io> read_ios(const std::string& path, std::vector<std::string>* comms) {
+  TraceReader r(path);
+  std::vector<Io> out;
+  Io io;
+  while (r.next(io)) {
+    out.push_back(io);
+    comms->emplace_back(io.comm);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].comm = (*comms)[i];
+  return out;
+}
+
+// blkparse's closing "Total" section: completed IOs and KiB per direction.
+struct BlkparseTotals {
+  uint64_t reads_completed = 0, read_kib = 0, writes_completed = 0, write_kib = 0;
+};
+BlkparseTotals blkparse_totals(const std::string& text) {
+  BlkparseTotals t;
+  std::smatch m;
+  const std::regex re(R"(Reads Completed:\s+(\d+),\s+(\d+)KiB\s+Writes Completed:\s+(\d+),\s+(\d+)KiB)");
+  // The last match is the all-CPU total.
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+    t = {std::stoull((*it)[1]), std::stoull((*it)[2]), std::stoull((*it)[3]), std::stoull((*it)[4])};
+  }
+  return t;
+}
+
+// A trace exercising reads, writes, queue times and several processes.
+void write_synthetic(const std::string& path, size_t n) {
+  v1::TraceHeader h;
+  auto* d = h.add_devices();
+  d->set_major(259);
+  d->set_minor(3);
+  d->set_name("nvme1n1");
+  TraceWriter w(path, h);
+  static const char* comms[] = {"fio", "postgres", "kworker/0:1H"};
+  int64_t t = 5'000'000;
+  for (size_t i = 0; i < n; ++i) {
+    Io io;
+    t += 30'000 + static_cast<int64_t>(i % 7) * 1000;
+    io.queue_ns = t - 4000 - static_cast<int64_t>(i % 5) * 100;
+    io.issue_ns = t;
+    io.complete_ns = t + 80'000 + static_cast<int64_t>(i % 11) * 3000;
+    io.offset = (i * 7919 % 100000) * 4096;
+    io.length = 4096u << (i % 4);
+    io.op = i % 3 ? Op::kRead : Op::kWrite;
+    io.flags = io.op == Op::kWrite ? flag::kSync : 0;
+    io.pid = 100 + static_cast<uint32_t>(i % 3);
+    io.comm = comms[i % 3];
+    io.cpu = static_cast<int32_t>(i % 2);
+    w.append(io);
+  }
+  w.close();
+}
+
+}  // namespace
+
+TEST_CASE("blkparse reads the blktrace export of the real sample with the same counts") {
+  auto part0 = iotape::test::real_trace("lvm-sda.blktrace.0");
+  auto part1 = iotape::test::real_trace("lvm-sda.blktrace.1");
+  if (!part0 || !part1) return;
+  TempDir dir;
+  REQUIRE(run(iotape_cmd() + " import blktrace " + *part0 + " " + *part1 + " -o " + dir.file("t.iot")).exit_code ==
+          0);
+  REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("t.iot") + " -o " + dir.file("t.bin")).exit_code == 0);
+  auto ours = run("blkparse -i - < " + dir.file("t.bin"));
+  REQUIRE(ours.exit_code == 0);
+  // The original, as blkparse reads it: only 8,0's completions are IOs iotape keeps.
+  auto original = run("cd " + dir.path() + " && blkparse -i " + part0->substr(0, part0->rfind(".blktrace.")) +
+                      " -a complete -f '%M,%m %a %n\\n' | grep '^8,0 C' | awk '{n++; s+=$3} END {print n, s*512}'");
+  REQUIRE(original.exit_code == 0);
+  std::istringstream os(original.output);
+  uint64_t orig_ios = 0, orig_bytes = 0;
+  os >> orig_ios >> orig_bytes;
+  REQUIRE(orig_ios == 109);
+  const auto t = blkparse_totals(ours.output);
+  CHECK(t.writes_completed == orig_ios);
+  CHECK(t.write_kib == orig_bytes / 1024);  // blkparse rounds KiB down
+  CHECK(t.reads_completed == 0);
+
+  // Our blkparse-text export is what blkparse itself prints for the binary.
+  auto text = run("{ " + iotape_cmd() + " export blkparse " + dir.file("t.iot") + " 2>/dev/null; }");
+  REQUIRE(text.exit_code == 0);
+  const std::string events = ours.output.substr(0, ours.output.find("CPU"));
+  CHECK(text.output == events);
+}
+
+TEST_CASE("btt's D2C average matches the trace's own") {
+  TempDir dir;
+  write_synthetic(dir.file("s.iot"), 2000);
+  REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("s.iot") + " -o " + dir.file("s.bin")).exit_code == 0);
+  auto btt = run("cd " + dir.path() + " && btt -i s.bin");
+  REQUIRE(btt.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(btt.output, m, std::regex(R"(D2C\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+))")));
+  const double btt_avg_s = std::stod(m[2]);
+  CHECK(std::stoull(m[4]) == 2000);
+  // The hand-computed mean of (completion - issue) of the IOs written above.
+  double sum = 0;
+  for (size_t i = 0; i < 2000; ++i) sum += 80'000 + static_cast<double>(i % 11) * 3000;
+  // btt prints seconds with nine decimals: equal within that rounding.
+  CHECK(std::abs(btt_avg_s - sum / 2000 / 1e9) <= 0.5e-9);
+}
+
+TEST_CASE("blktrace export round-trips through the blktrace importer") {
+  TempDir dir;
+  write_synthetic(dir.file("s.iot"), 3000);
+  REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("s.iot") + " -o " + dir.file("s.blktrace.0")).exit_code ==
+          0);
+  REQUIRE(run(iotape_cmd() + " import blktrace " + dir.file("s.blktrace.0") + " -o " + dir.file("back.iot"))
+              .exit_code == 0);
+  std::vector<std::string> c1, c2;
+  const auto a = read_ios(dir.file("s.iot"), &c1);
+  const auto b = read_ios(dir.file("back.iot"), &c2);
+  REQUIRE(a.size() == b.size());
+  // blktrace times are relative to the first event: compare relative times.
+  const int64_t a0 = a[0].queue_ns, b0 = b[0].queue_ns;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("IO " << i);
+    REQUIRE(a[i].issue_ns - a0 == b[i].issue_ns - b0);
+    REQUIRE(a[i].queue_ns - a0 == b[i].queue_ns - b0);
+    REQUIRE(a[i].complete_ns - a0 == b[i].complete_ns - b0);
+    REQUIRE(a[i].offset == b[i].offset);
+    REQUIRE(a[i].length == b[i].length);
+    REQUIRE(a[i].op == b[i].op);
+    REQUIRE(a[i].flags == b[i].flags);
+    REQUIRE(a[i].pid == b[i].pid);
+    REQUIRE(a[i].comm == b[i].comm);
+  }
+  // What the format drops: cgroup and source index (none here), device naming.
+}
+
+TEST_CASE("fio replays the fio-iolog export of the MSR sample with iotape's counts") {
+  auto sample = iotape::test::real_trace("msr-hm0-sample.csv");
+  if (!sample) return;
+  if (!iotape::test::require_root("attach a loop device")) return;
+  TempDir dir;
+  REQUIRE(run(iotape_cmd() + " import msr " + *sample + " -o " + dir.file("m.iot")).exit_code == 0);
+  REQUIRE(run(iotape_cmd() + " export fio-iolog " + dir.file("m.iot") + " -o " + dir.file("m.log")).exit_code == 0);
+  auto info = nlohmann::json::parse(run(iotape_cmd() + " info --json " + dir.file("m.iot")).output);
+  // Offsets reach ~12 GB: a sparse 16 GiB tmpfs file holds them.
+  iotape::test::LoopDevice loop(16ull << 30);
+  auto fio = run("fio --name=replay --read_iolog=" + dir.file("m.log") + " --replay_redirect=" + loop.path() +
+                 " --replay_no_stall=1 --ioengine=io_uring --direct=1 --output-format=json");
+  INFO(fio.output.substr(0, 2000));
+  REQUIRE(fio.exit_code == 0);
+  auto j = nlohmann::json::parse(fio.output.substr(fio.output.find('{')));
+  const auto& job = j["jobs"][0];
+  CHECK(job["read"]["total_ios"].get<uint64_t>() == info["reads"].get<uint64_t>());
+  CHECK(job["write"]["total_ios"].get<uint64_t>() == info["writes"].get<uint64_t>());
+  CHECK(job["read"]["io_bytes"].get<uint64_t>() == info["bytes_read"].get<uint64_t>());
+  CHECK(job["write"]["io_bytes"].get<uint64_t>() == info["bytes_written"].get<uint64_t>());
+  CHECK(info["reads"].get<uint64_t>() == 508);
+}
