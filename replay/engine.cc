@@ -89,7 +89,13 @@ UringEngine::~UringEngine() {
 }
 
 bool UringEngine::probe_uring_discard() {
-  // A zero-length discard changes nothing and tells whether the kernel knows the command.
+  // A zero-length discard changes nothing: a kernel that knows the command
+  // rejects the length (EINVAL), one that does not rejects the command
+  // (EOPNOTSUPP). Kernels without IORING_OP_URING_CMD say EINVAL to anything.
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+  const bool has_cmd = probe && io_uring_opcode_supported(probe, IORING_OP_URING_CMD);
+  io_uring_free_probe(probe);
+  if (!has_cmd) return false;
   for (uint32_t i = 0; i < targets_.size(); ++i) {
     if (!targets_[i].block) continue;
     io_uring_sqe* sqe = get_sqe();
@@ -103,7 +109,7 @@ bool UringEngine::probe_uring_discard() {
     if (io_uring_wait_cqe(&ring_, &cqe) != 0) return false;
     const int res = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
-    return res == 0;
+    return res == 0 || res == -EINVAL;
   }
   return false;
 }

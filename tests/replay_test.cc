@@ -4,7 +4,9 @@
 // Truth comes from outside iotape: the kernel's blk tracer and
 // /sys/block/*/stat, and queue depths computed here from raw times.
 #include <sys/mount.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -418,4 +420,39 @@ TEST_CASE("--fit fail refuses IOs past the target; --fit wrap folds them inside"
     CHECK(out[i].offset == ios[i].offset % (8 * kMiB));
     CHECK(out[i].status == 0);
   }
+}
+
+TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  std::vector<Io> ios;
+  for (int i = 0; i < 5000; ++i) ios.push_back(make_io(i * 2'000'000ll, Op::kRead, (i % 1000) * 8192ull, 4096));
+  const std::string trace = dir.file("long.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 16 * kMiB);  // 10 s of IOs
+  const std::string bin = test::iotape_binary();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl(bin.c_str(), bin.c_str(), "replay", trace.c_str(), "--target", loop.path().c_str(), "-o", result.c_str(),
+            "--qd", "4", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::usleep(700'000);
+  ::kill(pid, SIGINT);
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  TraceReader r(result);
+  CHECK(r.has_index());
+  const auto out = read_all(result);
+  CHECK(out.size() > 50);
+  CHECK(out.size() < ios.size());
+  for (size_t i = 0; i < out.size(); ++i) CHECK(out[i].source_index == static_cast<int64_t>(i));
+  // Keys set after the first chunk live in the index, earlier ones in the header.
+  const auto& late = r.index()->metadata();
+  const auto& early = r.header().metadata();
+  CHECK((late.count("replay.interrupted") ? late.at("replay.interrupted") : early.at("replay.interrupted")) ==
+        "true");
 }
