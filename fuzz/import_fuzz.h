@@ -1,0 +1,69 @@
+// The body of every importer fuzz target: the input bytes go to a stream
+// importer, and whatever it accepts must come back intact from the trace it
+// wrote. TraceError is the importer's way of refusing bytes; anything else
+// (a crash, a sanitizer report, an unreadable trace) is a finding.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fuzz/memory_file.h"
+#include "traces/error.h"
+#include "traces/import/input.h"
+#include "traces/reader.h"
+#include "traces/writer.h"
+
+namespace iotape::fuzz {
+
+// With `split`, the rest of the bytes become two inputs (as two per-CPU
+// files), the first byte times 8 being the length of the first, so merging
+// inputs is fuzzed too.
+inline int import_bytes(StreamImporter import, std::span<const uint8_t> data, bool split = false) {
+  std::vector<std::string> parts;
+  if (split && !data.empty()) {
+    const auto rest = data.subspan(1);
+    const size_t cut = std::min<size_t>(rest.size(), data[0] * 8u);
+    parts.emplace_back(reinterpret_cast<const char*>(rest.data()), cut);
+    parts.emplace_back(reinterpret_cast<const char*>(rest.data()) + cut, rest.size() - cut);
+  } else {
+    parts.emplace_back(reinterpret_cast<const char*>(data.data()), data.size());
+  }
+  std::vector<std::istringstream> streams;
+  streams.reserve(parts.size());
+  std::vector<Input> inputs;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    streams.emplace_back(parts[i]);
+    inputs.push_back({"input" + std::to_string(i), &streams.back()});
+  }
+
+  static MemoryFile trace("iotape-fuzz-trace");
+  WriterOptions options;
+  options.chunk_ios = 64;  // several chunks from small inputs
+  options.zstd_level = 1;
+  options.reorder_window_ns = 1'000'000'000;
+  ImportReport report;
+  try {
+    TraceWriter out(trace.path(), {}, options);
+    report = import(inputs, out);
+    out.close();
+  } catch (const TraceError&) {
+    return 0;
+  }
+  TraceReader reader(trace.path());
+  uint64_t ios = 0;
+  for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch()) ios += batch.size();
+  if (reader.status().damaged || ios != report.ios) {
+    std::fprintf(stderr, "imported %llu IOs, read back %llu: %s\n", static_cast<unsigned long long>(report.ios),
+                 static_cast<unsigned long long>(ios), reader.status().message.c_str());
+    std::abort();
+  }
+  return 0;
+}
+
+}  // namespace iotape::fuzz
