@@ -17,6 +17,7 @@ void add_cat_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_record_command(CLI::App& app);   // capture/
 void add_report_command(CLI::App& app);   // analysis/
+void add_compare_command(CLI::App& app);  // analysis/
 void add_replay_command(CLI::App& app);   // replay/
 
 }  // namespace iotape::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   iotape::cli::add_export_command(app);
   iotape::cli::add_record_command(app);
   iotape::cli::add_report_command(app);
+  iotape::cli::add_compare_command(app);
   iotape::cli::add_replay_command(app);
   try {
     app.parse(argc, argv);

@@ -1,11 +1,13 @@
 // Tests of the analysis module: every expected value is either computed by
 // hand in the comment next to it or computed independently in the test.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -392,4 +394,101 @@ TEST_CASE("iotape report prints JSON, CSV and text") {
   CHECK(t.output.find("fio") != std::string::npos);
   CHECK(t.output.find("latency (us)") != std::string::npos);
   CHECK(test::run(test::iotape_binary() + " report --window 5..1 " + path).exit_code != 0);
+}
+
+namespace {
+
+// A trace of `n` IOs at queue depth 1, `latency_ns` each, 4 KiB reads and
+// 128 KiB writes alternating, with workload/target metadata.
+void write_result(const std::string& path, const std::string& workload, const std::string& target, int n,
+                  int64_t latency_ns) {
+  TraceWriter w(path, v1::TraceHeader());
+  w.add_device(device(259, 0));
+  w.set_metadata("workload", workload);
+  w.set_metadata("target", target);
+  int64_t t = 0;
+  for (int i = 0; i < n; ++i) {
+    const bool read = i % 2 == 0;
+    w.append(io_of(read ? Op::kRead : Op::kWrite, t, t + latency_ns, static_cast<uint64_t>(i) * 131072,
+                   read ? 4096 : 131072));
+    t += latency_ns + latency_ns / 2 * (i % 7);  // some idle between IOs, varying over time
+  }
+  w.close();
+}
+
+}  // namespace
+
+TEST_CASE("iotape compare writes a deterministic HTML page that chromium renders") {
+  test::TempDir dir;
+  std::vector<std::string> files;
+  const std::pair<const char*, int64_t> drives[] = {{"NVMe SSD (PCIe 4.0)", 80'000}, {"SATA SSD", 200'000},
+                                                    {"HDD 7200 rpm", 4'000'000}};
+  for (const char* workload : {"Light", "Heavy"})
+    for (const auto& [drive, latency] : drives) {
+      files.push_back(dir.file(fmt::format("{}-{}.iot", workload, files.size())));
+      write_result(files.back(), workload, drive, workload[0] == 'L' ? 2000 : 6000, latency);
+    }
+  // One result as saved report JSON, to check both inputs are accepted.
+  const auto saved = test::run(test::iotape_binary() + " report --json " + files[0] + " > " + dir.file("saved.json"));
+  REQUIRE(saved.exit_code == 0);
+  files[0] = dir.file("saved.json");
+
+  std::string args;
+  for (const auto& f : files) args += " " + f;
+  const std::string html = dir.file("compare.html");
+  auto r = test::run(test::iotape_binary() + " compare" + args + " --html " + html + " --svg-dir " + dir.file("svg") +
+                     " --json");
+  REQUIRE(r.exit_code == 0);
+  const auto json = nlohmann::json::parse(r.output);
+  REQUIRE(json.size() == 6);
+  CHECK(json[0]["drive"] == "NVMe SSD (PCIe 4.0)");
+  CHECK(json[0]["workload"] == "Light");
+  // 1000 reads of 4 KiB at 80 us each: 4,096,000 B in 80 ms of read busy time.
+  CHECK(json[0]["avg_data_rate_MBps"]["read"].get<double>() == Approx(4096000 / 1e6 / 0.08).epsilon(1e-4));
+
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), {});
+  size_t svgs = 0;
+  for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) ++svgs;
+  CHECK(svgs == 8);  // 6 bar charts + IOPS over time for 2 workloads
+  CHECK(page.find("Disk busy time") != std::string::npos);
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no URL but the SVG namespace
+  CHECK(page.find("https://") == std::string::npos);
+  CHECK(std::filesystem::exists(dir.file("svg/busy_time.svg")));
+
+  // Deterministic: the same inputs give the same bytes.
+  const std::string again = dir.file("again.html");
+  REQUIRE(test::run(test::iotape_binary() + " compare" + args + " --html " + again).exit_code == 0);
+  std::ifstream in2(again);
+  CHECK(page == std::string((std::istreambuf_iterator<char>(in2)), {}));
+
+  // Labels override the metadata; a wrong count is refused.
+  CHECK(test::run(test::iotape_binary() + " compare " + files[1] + " --label only-one --label two --json").exit_code != 0);
+  auto labelled = test::run(test::iotape_binary() + " compare " + files[1] + " --label 'Mixed/My drive' --json");
+  REQUIRE(labelled.exit_code == 0);
+  CHECK(nlohmann::json::parse(labelled.output)[0]["workload"] == "Mixed");
+
+  if (test::run("command -v chromium").exit_code != 0) {
+    if (std::getenv("CI")) FAIL("chromium is needed to render the compare page (apt-get install chromium)");
+    WARN("SKIPPED: chromium not installed, the compare page was not rendered");
+    return;
+  }
+  const std::string png = std::getenv("IOTAPE_KEEP_PNG") ? std::getenv("IOTAPE_KEEP_PNG") : dir.file("page.png");
+  auto shot = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + png +
+                        " --window-size=1200,2000 file://" + html);
+  INFO(shot.output);
+  REQUIRE(std::filesystem::exists(png));
+  std::ifstream pin(png, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(pin)), {});
+  CHECK(bytes.compare(1, 3, "PNG") == 0);
+  // Not a single colour: a blank page of the same size, rendered the same
+  // way, compresses to a small fraction of a page of charts.
+  const std::string blank = dir.file("blank.html"), blank_png = dir.file("blank.png");
+  std::ofstream(blank) << "<!DOCTYPE html><html><body></body></html>";
+  test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + blank_png +
+            " --window-size=1200,2000 file://" + blank);
+  REQUIRE(std::filesystem::exists(blank_png));
+  INFO("page " << std::filesystem::file_size(png) << " B, blank " << std::filesystem::file_size(blank_png) << " B");
+  CHECK(std::filesystem::file_size(png) > 5 * std::filesystem::file_size(blank_png));
 }

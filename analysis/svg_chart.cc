@@ -1,0 +1,175 @@
+#include "analysis/svg_chart.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace iotape::analysis {
+
+namespace {
+
+constexpr int kWidth = 960;
+constexpr int kLabelWidth = 260;   // drive names left of the bars
+constexpr int kValueRoom = 110;    // right of the longest bar, for its value
+constexpr int kBarHeight = 22;
+constexpr int kBarGap = 6;
+constexpr const char* kFont = "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\"";
+
+// Rough width of text at 13 px in a sans-serif font, to shorten long labels.
+std::string fit(const std::string& label, int pixels) {
+  const size_t max_chars = static_cast<size_t>(pixels / 7);
+  if (label.size() <= max_chars) return label;
+  size_t cut = max_chars - 1;
+  while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return label.substr(0, cut) + "\xe2\x80\xa6";  // an ellipsis
+}
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+double nice_step(double raw) {
+  if (raw <= 0) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+std::string svg_open(int height, const std::string& title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" {2} "
+      "font-size=\"13\" role=\"img\" aria-label=\"{3}\">\n"
+      "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
+      kWidth, height, kFont, xml_escape(title));
+}
+
+}  // namespace
+
+std::string series_colour(size_t i) {
+  static constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                             "#CC79A7", "#56B4E9", "#000000", "#999999"};
+  return kPalette[i % std::size(kPalette)];
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string short_number(double v) {
+  const double a = std::fabs(v);
+  if (a >= 100 || a == 0) return fmt::format("{:.0f}", v);
+  if (a >= 10) return fmt::format("{:.1f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  // Three significant digits, trailing zeros kept so values line up ("0.160").
+  return fmt::format("{:.{}f}", v, std::min(12, 2 - static_cast<int>(std::floor(std::log10(a)))));
+}
+
+std::string bar_chart_svg(const BarChart& chart) {
+  double max_value = 0;
+  size_t rows = 0;
+  for (const auto& g : chart.groups) {
+    rows += g.bars.size() + (g.title.empty() ? 0 : 1);
+    for (const auto& b : g.bars)
+      if (!std::isnan(b.value)) max_value = std::max(max_value, b.value);
+  }
+  const int top = 58;
+  const int height = top + static_cast<int>(rows) * (kBarHeight + kBarGap) + 16;
+  const double scale = max_value > 0 ? (kWidth - kLabelWidth - kValueRoom) / max_value : 0;
+
+  std::string s = svg_open(height, chart.title);
+  s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
+  s += fmt::format("<text x=\"12\" y=\"44\" fill=\"#444444\">{} \xe2\x80\x94 {} is better</text>\n",
+                   xml_escape(chart.unit), chart.higher_is_better ? "higher" : "lower");
+  int y = top;
+  for (const auto& g : chart.groups) {
+    if (!g.title.empty()) {
+      s += fmt::format("<text x=\"12\" y=\"{}\" font-weight=\"bold\">{}</text>\n", y + 16, xml_escape(fit(g.title, kWidth - 24)));
+      y += kBarHeight + kBarGap;
+    }
+    std::vector<BarChart::Bar> bars = g.bars;
+    std::stable_sort(bars.begin(), bars.end(), [&](const auto& a, const auto& b) {
+      if (std::isnan(a.value) || std::isnan(b.value)) return !std::isnan(a.value) && std::isnan(b.value);
+      return chart.higher_is_better ? a.value > b.value : a.value < b.value;
+    });
+    for (const auto& b : bars) {
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLabelWidth - 8, y + 16,
+                       xml_escape(fit(b.label, kLabelWidth - 20)));
+      if (std::isnan(b.value)) {
+        s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#666666\">n/a (no completion times)</text>\n", kLabelWidth + 6,
+                         y + 16);
+        y += kBarHeight + kBarGap;
+        continue;
+      }
+      const double w = std::max(1.0, b.value * scale);
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n", kLabelWidth, y, w,
+                       kBarHeight, series_colour(b.colour));
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}</text>\n", kLabelWidth + w + 6, y + 16,
+                       short_number(b.value), xml_escape(chart.unit));
+      y += kBarHeight + kBarGap;
+    }
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string line_chart_svg(const LineChart& chart) {
+  constexpr int kLeft = 80, kRight = 24, kTop = 48, kPlotHeight = 260;
+  const int legend_rows = static_cast<int>((chart.lines.size() + 2) / 3);
+  const int height = kTop + kPlotHeight + 50 + legend_rows * 20 + 10;
+  double max_x = 0, max_y = 0;
+  for (const auto& l : chart.lines) {
+    max_x = std::max(max_x, l.x_step * static_cast<double>(l.values.size()));
+    for (double v : l.values) max_y = std::max(max_y, v);
+  }
+  const double x_step = nice_step(max_x / 8), y_step = nice_step(max_y / 5);
+  const double x_max = std::max(x_step, std::ceil(max_x / x_step) * x_step);
+  const double y_max = std::max(y_step, std::ceil(max_y / y_step) * y_step);
+  const double plot_w = kWidth - kLeft - kRight;
+  auto px = [&](double x) { return kLeft + x / x_max * plot_w; };
+  auto py = [&](double y) { return kTop + kPlotHeight - y / y_max * kPlotHeight; };
+
+  std::string s = svg_open(height, chart.title);
+  s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
+  for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
+    s += fmt::format("<line x1=\"{}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#dddddd\"/>\n", kLeft,
+                     kLeft + plot_w, py(y), py(y));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(y) + 4, short_number(y));
+  }
+  for (double x = 0; x <= x_max + x_step / 2; x += x_step)
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x), kTop + kPlotHeight + 18,
+                     short_number(x));
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444444\">{}</text>\n", kLeft + plot_w / 2,
+                   kTop + kPlotHeight + 36, xml_escape(chart.x_unit));
+  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#444444\">{}</text>\n", kTop - 10, xml_escape(chart.y_unit));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n", kLeft,
+                   kTop, plot_w, kPlotHeight);
+  static constexpr const char* kDash[] = {"", "6 3", "2 2", "8 3 2 3"};  // tells lines apart in grey print
+  for (size_t i = 0; i < chart.lines.size(); ++i) {
+    const auto& l = chart.lines[i];
+    std::string points;
+    for (size_t k = 0; k < l.values.size(); ++k)
+      points += fmt::format("{}{:.1f},{:.1f}", k ? " " : "", px((static_cast<double>(k) + 0.5) * l.x_step), py(l.values[k]));
+    const char* dash = kDash[i % std::size(kDash)];
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
+                     series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
+    const int lx = 12 + static_cast<int>(i % 3) * 310, ly = kTop + kPlotHeight + 60 + static_cast<int>(i / 3) * 20;
+    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, lx + 28,
+                     ly - 4, ly - 4, series_colour(l.colour),
+                     *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "");
+    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 34, ly, xml_escape(fit(l.label, 270)));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace iotape::analysis

@@ -1,0 +1,53 @@
+// Static SVG charts for `iotape compare`, in the style of storage reviews.
+// The output depends only on the input (fixed layout, fixed number formats,
+// no fonts or scripts from anywhere), so the same results give the same bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace iotape::analysis {
+
+// Colour of the i-th drive: the Okabe-Ito palette (distinguishable with
+// colour-blindness), cycling.
+std::string series_colour(size_t i);
+// Text safe inside SVG/HTML element content and attribute values.
+std::string xml_escape(const std::string& text);
+// A value with 3 significant digits at most ("1234", "12.3", "0.123").
+std::string short_number(double v);
+
+// Horizontal bars, one per drive, grouped by workload; within a group the
+// best value comes first and every bar has its value printed at its end.
+struct BarChart {
+  struct Bar {
+    std::string label;
+    double value = 0;   // NaN: no value, shown as "n/a" and sorted last
+    size_t colour = 0;  // index for series_colour
+  };
+  struct Group {
+    std::string title;  // workload; empty = no group heading
+    std::vector<Bar> bars;
+  };
+  std::string title;
+  std::string unit;            // printed after values and in the subtitle
+  bool higher_is_better = true;
+  std::vector<Group> groups;
+};
+std::string bar_chart_svg(const BarChart& chart);
+
+// Lines over time (IOPS per interval), one per drive.
+struct LineChart {
+  struct Line {
+    std::string label;
+    double x_step = 1;  // x distance between consecutive values
+    std::vector<double> values;
+    size_t colour = 0;
+  };
+  std::string title;
+  std::string x_unit;
+  std::string y_unit;
+  std::vector<Line> lines;
+};
+std::string line_chart_svg(const LineChart& chart);
+
+}  // namespace iotape::analysis
