@@ -238,6 +238,11 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       batch.clear();
     }
 
+    if (progress && now >= next_progress) {
+      prog.elapsed_ns = now - start;
+      progress(prog);
+      next_progress = now + 1'000'000'000;
+    }
     engine.reap(done);
     if (!done.empty()) {
       now = monotonic_ns();
@@ -276,11 +281,6 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       continue;  // completions may have unblocked the next IO
     }
 
-    if (progress && now >= next_progress) {
-      prog.elapsed_ns = now - start;
-      progress(prog);
-      next_progress = now + 1'000'000'000;
-    }
     if (in_flight == 0 && wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
     if (wake == INT64_MAX || wake - now > kSpinNs)
       engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);

@@ -456,3 +456,39 @@ TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]")
   CHECK((late.count("replay.interrupted") ? late.at("replay.interrupted") : early.at("replay.interrupted")) ==
         "true");
 }
+
+TEST_CASE("multi-device traces go to their targets; --device-map reroutes them", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice a(16 * kMiB), b(16 * kMiB);
+  v1::TraceHeader h;
+  for (uint32_t minor : {0u, 16u}) {
+    auto* d = h.add_devices();
+    d->set_major(8);
+    d->set_minor(minor);
+    d->set_size_bytes(16 * kMiB);
+  }
+  const std::string trace = dir.file("two.iotape");
+  {
+    TraceWriter w(trace, h);
+    for (int i = 0; i < 150; ++i) {
+      Io io = make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
+      io.device = i < 100 ? 0 : 1;  // 100 IOs on device 0, 50 on device 1
+      w.append(io);
+    }
+    w.close();
+  }
+  test::run("udevadm settle");
+  const std::string targets = " --target " + a.path() + " --target " + b.path() + " ";
+  auto replay = [&](const std::string& extra) {
+    const auto a0 = test::block_stat(a.name()), b0 = test::block_stat(b.name());
+    const auto r = test::run(test::iotape_binary() + " replay " + trace + targets + "-o " + dir.file("r.iotape") +
+                             " --qd 1 " + extra);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return std::pair{test::block_stat(a.name()).read_ios - a0.read_ios, test::block_stat(b.name()).read_ios - b0.read_ios};
+  };
+  CHECK(replay("") == std::pair<uint64_t, uint64_t>{100, 50});
+  CHECK(replay("--device-map 8:0=1,1=" + a.path()) == std::pair<uint64_t, uint64_t>{50, 100});
+  CHECK(replay("--device-map 1=0") == std::pair<uint64_t, uint64_t>{50, 0});
+}
