@@ -126,7 +126,8 @@ RecordResult record(const RecordOptions& o) {
   const std::vector<BlockDevice> devices = select_devices(o.devices);
   BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   StopSignals signals;
-  std::unique_ptr<Backend> backend = make_ebpf_backend(bo);
+  std::unique_ptr<Backend> backend =
+      o.backend == "blktrace" ? make_blktrace_backend(bo) : make_ebpf_backend(bo);
   TraceOutput out(o.output, make_header(o, devices, *backend));
 
   std::string names;
