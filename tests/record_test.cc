@@ -2,6 +2,7 @@
 // the kernel's /sys/block stat counters, on a loop device over tmpfs.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -319,6 +320,85 @@ TEST_CASE("both back ends agree on one fio run", "[record][ebpf][blktrace]") {
   std::sort(diffs.begin(), diffs.end());
   INFO("median |issue difference| " << diffs[diffs.size() / 2] << " ns");
   CHECK(diffs[diffs.size() / 2] < 100'000);
+}
+
+TEST_CASE("the header describes the capture; --anonymize hides names", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(64u << 20);
+  Recording rec("ebpf", loop.path(), dir.file("t.iot"), dir.file("record.log"), {"--anonymize"});
+  REQUIRE(run("dd if=" + loop.path() + " of=/dev/null bs=4k count=10 iflag=direct").exit_code == 0);
+  REQUIRE(rec.stop(SIGTERM) == 0);
+  struct stat st;
+  REQUIRE(::stat(dir.file("t.iot").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  TraceReader reader(dir.file("t.iot"));
+  const auto& h = reader.header();
+  CHECK(h.source() == v1::SOURCE_EBPF);
+  CHECK(h.clock() == v1::CLOCK_DOMAIN_BOOTTIME);
+  CHECK(h.host().empty());
+  CHECK_FALSE(h.kernel().empty());
+  CHECK(h.anchor_unix_ns() > 0);
+  CHECK(h.trace_id().size() == 32);
+  REQUIRE(h.devices_size() == 1);
+  CHECK(h.devices(0).name() == loop.name());
+  CHECK(h.devices(0).major() == loop.dev_major());
+  CHECK(h.devices(0).minor() == loop.dev_minor());
+  CHECK(h.devices(0).size_bytes() == 64u << 20);
+  CHECK(h.devices(0).logical_block_size() == 512);
+  CHECK(h.metadata().at("capture.backend") == "ebpf");
+  Io io;
+  uint64_t dd = 0;
+  while (reader.next(io)) {
+    CHECK(io.comm != "dd");
+    dd += io.comm.substr(0, 2) == "c-";
+  }
+  CHECK(dd == 10);
+}
+
+TEST_CASE("bio-based devices are refused with a reason", "[record]") {
+  if (!require_root("record block IOs")) return;
+  if (!std::filesystem::exists("/sys/block/zram0")) {
+    WARN("SKIPPED: no zram0 here");
+    return;
+  }
+  TempDir dir;
+  const auto r = run(iotape_binary() + " record -d /dev/zram0 -o " + dir.file("t.iot") + " --duration 1s");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("bio-based") != std::string::npos);
+}
+
+TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(64u << 20);
+  const BlockStat before = block_stat(loop.name());
+  Recording rec("ebpf", loop.path(), dir.file("week.iot"), dir.file("record.log"),
+                {"--rotate-size", "1K", "--flush-interval", "100ms"});
+  Process fio({"fio", "--name=rot", "--filename=" + loop.path(), "--direct=1", "--ioengine=io_uring", "--thread",
+               "--rw=randread", "--bs=4k", "--iodepth=1", "--rate_iops=2000", "--number_ios=10000"},
+              dir.file("fio.log"));
+  REQUIRE(fio.wait() == 0);
+  REQUIRE(rec.stop(SIGINT) == 0);
+  const BlockStat after = block_stat(loop.name());
+  std::vector<std::string> parts;
+  for (int i = 0;; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "week.%04d.iot", i);
+    if (!std::filesystem::exists(dir.file(name))) break;
+    parts.push_back(dir.file(name));
+  }
+  REQUIRE(parts.size() >= 3);
+  std::string id;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    TraceReader one(parts[i]);
+    CHECK(one.header().part() == i);
+    if (i == 0) id = one.header().trace_id();
+    CHECK(one.header().trace_id() == id);
+  }
+  const auto t = read_trace(parts, loop.dev_major(), loop.dev_minor());
+  CHECK(t.totals.ios[0] == 10000);
+  CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
 }
 
 TEST_CASE("SIGKILL mid-capture leaves a trace readable up to the last flush", "[record]") {
