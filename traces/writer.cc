@@ -87,8 +87,11 @@ class TraceWriter::Impl {
     }
     newest_issue_ = window_.empty() ? io.issue_ns : std::max(newest_issue_, io.issue_ns);
     window_.push(io);
-    while (!window_.empty() && (window_.size() > opt_.reorder_window_ios ||
-                                newest_issue_ - window_.top().issue_ns > opt_.reorder_window_ns)) {
+    // newest >= oldest, so their unsigned difference is exact even beyond INT64_MAX.
+    while (!window_.empty() &&
+           (window_.size() > opt_.reorder_window_ios ||
+            static_cast<uint64_t>(newest_issue_) - static_cast<uint64_t>(window_.top().issue_ns) >
+                static_cast<uint64_t>(opt_.reorder_window_ns))) {
       emit(window_.top());
       window_.pop();
     }
