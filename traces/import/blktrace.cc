@@ -394,6 +394,9 @@ class Folder {
   void complete(const Event& ev, Key k, const std::string& file) {
     Request* r = in_flight_.front(k);
     if (!r) {
+      // A bio-based device (dm, md) completes bios it never issued as
+      // requests: forget the bio, so its queue does not grow without end.
+      if (queued_.front(k)) queued_.take_front(k);
       ++unmatched_completions_;
       ++report_.skipped;
       return;
