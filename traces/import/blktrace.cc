@@ -109,7 +109,8 @@ class EventStream {
       throw error_at_byte(in_.name, pos_, "timestamp " + std::to_string(ev_.time) + " is out of range");
     pdu_.resize(pdu_len);
     if (read_bytes(*in_.stream, pdu_.data(), pdu_len) < pdu_len)
-      throw error_at_byte(in_.name, pos_, "truncated record: payload of " + std::to_string(pdu_len) + " bytes cut short");
+      throw error_at_byte(in_.name, pos_,
+                          "truncated record: payload of " + std::to_string(pdu_len) + " bytes cut short");
     std::string_view payload = pdu_;
     ev_.cgroup = 0;
     if (ev_.action & kCgroupFlag) {
@@ -319,7 +320,8 @@ class Folder {
     auto note = [this](uint64_t n, const char* what) {
       if (n) report_.notes.push_back(std::to_string(n) + " " + what);
     };
-    note(unmatched_completions_, "C events matched no D (issued before the trace started, or a bio-based device)");
+    note(unmatched_completions_,
+         "C events matched no D (issued before the trace started, or a bio-based device)");
     note(unmatched_merges_, "merge (M/F) events matched no queued request");
     note(unqueued_issues_, "D events had no Q, G or I (queue time, pid and process name unknown)");
     note(in_flight_.size(), "requests were issued but not completed when the trace ended");
@@ -475,7 +477,9 @@ ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
   for (size_t i = 0; i < streams.size(); ++i)
     if (streams[i].next()) heads.push(i);
   if (heads.empty())
-    throw error_at_byte(inputs[0].name, 0, inputs.size() == 1 ? "empty file: no blktrace events" : "no blktrace events in any input");
+    throw error_at_byte(inputs[0].name, 0,
+                        inputs.size() == 1 ? "empty file: no blktrace events"
+                                           : "no blktrace events in any input");
 
   ImportReport report;
   Folder folder(out, report);

@@ -17,6 +17,11 @@ constexpr int64_t kUnixEpochTicks = 116444736000000000;
 constexpr size_t kMaxLine = 4096;
 constexpr size_t kFields = 7;
 
+// A field for an error message, cut short: the line may be binary junk.
+std::string quote(std::string_view field) {
+  return "'" + std::string(field.substr(0, 40)) + (field.size() > 40 ? "...'" : "'");
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -31,12 +36,12 @@ class LineParser {
   [[noreturn]] void fail(const std::string& why) const { throw error_at_line(file_, line_, why); }
 
   uint64_t number(std::string_view field, const char* what) const {
-    if (!field.empty() && field.front() == '-') fail(std::string(what) + " is negative: '" + std::string(field) + "'");
+    if (!field.empty() && field.front() == '-') fail(std::string(what) + " is negative: " + quote(field));
     uint64_t v = 0;
     auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    if (ec == std::errc::result_out_of_range) fail(std::string(what) + " out of range: '" + std::string(field) + "'");
+    if (ec == std::errc::result_out_of_range) fail(std::string(what) + " out of range: " + quote(field));
     if (ec != std::errc() || end != field.data() + field.size() || field.empty())
-      fail(std::string(what) + " is not a number: '" + std::string(field) + "'");
+      fail(std::string(what) + " is not a number: " + quote(field));
     return v;
   }
 
@@ -100,7 +105,8 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     if (s.eof() && got == 0) break;
     ++line;
     if (s.fail() && !s.eof())
-      throw error_at_line(in.name, line, "line longer than " + std::to_string(kMaxLine - 1) + " bytes: not MSR CSV");
+      throw error_at_line(in.name, line,
+                          "line longer than " + std::to_string(kMaxLine - 1) + " bytes: not MSR CSV");
     const size_t len = s.eof() ? got : got - 1;  // without the newline
     const std::string_view text = trim({buf.data(), len});
     if (text.empty()) continue;
@@ -111,7 +117,8 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     for (size_t start = 0;;) {
       const size_t comma = text.find(',', start);
       if (n == kFields) p.fail("more than " + std::to_string(kFields) + " fields: not MSR CSV");
-      f[n++] = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+      const size_t end = comma == std::string_view::npos ? text.size() : comma;
+      f[n++] = trim(text.substr(start, end - start));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
@@ -121,7 +128,8 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
 
     Io io;
     io.issue_ns = p.unix_ns(p.number(f[0], "timestamp"));
-    if (f[1].empty() || !printable_ascii(f[1])) p.fail("hostname '" + std::string(f[1]) + "' is empty or not printable");
+    if (f[1].empty() || !printable_ascii(f[1]))
+      p.fail("hostname " + quote(f[1]) + " is empty or not printable");
     const uint64_t disk = p.number(f[2], "disk number");
     if (disk > UINT32_MAX) p.fail("disk number " + std::to_string(disk) + " is out of range");
     if (f[3] == "Read" || f[3] == "read")
@@ -129,7 +137,7 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     else if (f[3] == "Write" || f[3] == "write")
       io.op = Op::kWrite;
     else
-      p.fail("type '" + std::string(f[3]) + "' is neither Read nor Write");
+      p.fail("type " + quote(f[3]) + " is neither Read nor Write");
     io.offset = p.number(f[4], "offset");
     io.length = p.number(f[5], "size");
     if (io.offset + io.length < io.offset) p.fail("offset + size overflows");

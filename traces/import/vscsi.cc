@@ -27,15 +27,24 @@ struct Record {
 };
 
 Record decode(int version, const char* p) {
-  if (version == 1) return {le<uint16_t>(p + 12), le<uint16_t>(p + 14), le<uint32_t>(p + 4), le<uint64_t>(p + 16), le<uint64_t>(p + 24), 0};
-  return {le<uint16_t>(p), le<uint16_t>(p + 2), le<uint32_t>(p + 8), le<uint64_t>(p + 16), le<uint64_t>(p + 24), le<uint64_t>(p + 32)};
+  if (version == 1)
+    return {.cmd = le<uint16_t>(p + 12), .ver = le<uint16_t>(p + 14), .len = le<uint32_t>(p + 4),
+            .lbn = le<uint64_t>(p + 16), .ts = le<uint64_t>(p + 24), .rt = 0};
+  return {.cmd = le<uint16_t>(p), .ver = le<uint16_t>(p + 2), .len = le<uint32_t>(p + 8),
+          .lbn = le<uint64_t>(p + 16), .ts = le<uint64_t>(p + 24), .rt = le<uint64_t>(p + 32)};
 }
 
 int64_t us_to_ns(uint64_t us, const std::string& file, uint64_t at, const char* what) {
   int64_t ns;
-  if (us > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(static_cast<int64_t>(us), int64_t{1000}, &ns))
+  if (us > static_cast<uint64_t>(INT64_MAX) ||
+      __builtin_mul_overflow(static_cast<int64_t>(us), int64_t{1000}, &ns))
     throw error_at_byte(file, at, std::string(what) + " " + std::to_string(us) + " us is out of range");
   return ns;
+}
+
+TraceError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
+  return error_at_byte(file, at,
+                       "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
 }
 
 }  // namespace
@@ -63,7 +72,7 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
   // The first record decides the layout: each puts ver at its own place.
   const size_t first = read_bytes(s, rec, kV1Size);
   if (first == 0) throw error_at_byte(in.name, 0, "empty file: no vscsi records");
-  if (first < kV1Size) throw error_at_byte(in.name, 0, "truncated record: " + std::to_string(first) + " of " + std::to_string(kV1Size) + " bytes");
+  if (first < kV1Size) throw truncated(in.name, 0, first, kV1Size);
   int version;
   if (le<uint16_t>(rec + 14) >> 8 == 1)
     version = 1;
@@ -77,11 +86,14 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
   d.set_name(file_stem(in.name));
   const uint32_t device = out.add_device(d);
   uint64_t at = 0;
-  for (size_t got = first + read_bytes(s, rec + first, size - first); got != 0; got = read_bytes(s, rec, size)) {
-    if (got < size) throw error_at_byte(in.name, at, "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
+  size_t got = first + read_bytes(s, rec + first, size - first);
+  for (; got != 0; got = read_bytes(s, rec, size)) {
+    if (got < size) throw truncated(in.name, at, got, size);
     const Record r = decode(version, rec);
     if (r.ver >> 8 != version)
-      throw error_at_byte(in.name, at, "record has version " + std::to_string(r.ver >> 8) + " in a version " + std::to_string(version) + " trace");
+      throw error_at_byte(in.name, at,
+                          "record has version " + std::to_string(r.ver >> 8) + " in a version " +
+                              std::to_string(version) + " trace");
     Io io;
     io.device = device;
     io.op = vscsi_op(r.cmd);
