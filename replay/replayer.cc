@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <thread>
 
+#include "replay/batch_queue.h"
 #include "replay/dependency.h"
 #include "replay/engine.h"
 #include "traces/error.h"
@@ -131,7 +133,7 @@ constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished 
 constexpr int64_t kSpinNs = 150'000;       // sleep until this close to a deadline, then spin
 constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
 
-v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256, int64_t start_ns) {
+v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256) {
   v1::TraceHeader h;
   h.set_creator("iotape");
   h.set_creator_version(kVersion);
@@ -154,10 +156,41 @@ v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha25
   m["replay.source_sha256"] = source_sha256;
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
-  m["replay.start_ns"] = std::to_string(start_ns);
   m["replay.version"] = kVersion;
   return h;
 }
+
+}  // namespace
+
+namespace {
+
+constexpr size_t kBatch = 4096;  // IOs per hand-over between threads
+
+// The replay loop's end of the schedule thread: IOs one at a time.
+class Incoming {
+ public:
+  explicit Incoming(BatchQueue<ReplayIo>& q) : q_(q) {}
+  bool next(ReplayIo& io) {
+    if (pos_ == batch_.size()) {
+      pos_ = 0;
+      if (!q_.pop(batch_)) return false;
+    }
+    io = batch_[pos_++];
+    return true;
+  }
+
+ private:
+  BatchQueue<ReplayIo>& q_;
+  std::vector<ReplayIo> batch_;
+  size_t pos_ = 0;
+};
+
+// A finished IO on its way to the result trace and the fidelity summary.
+struct Finished {
+  ReplayIo io;
+  Io result;
+  int64_t issue_rel_ns;
+};
 
 }  // namespace
 
@@ -180,18 +213,65 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   DependencyTracker deps;
   Fidelity fidelity(o.timing == Timing::kOriginal);
   Outcome out;
-
   const std::string sha = sha256_files(o.traces);
-  const int64_t start = monotonic_ns() + kStartLeadNs;
-  // Small, fast chunks: encoding one stalls the issue loop.
   WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;
-  TraceWriter writer(o.result, result_header(p, sha, start), wo);
+  TraceWriter writer(o.result, result_header(p, sha), wo);
+
+  // Decoding the source and encoding the result run on their own threads.
+  BatchQueue<ReplayIo> incoming_q(8);
+  BatchQueue<Finished> finished_q(8);
+  std::exception_ptr schedule_error, writer_error;
+  std::thread schedule_thread([&] {
+    try {
+      std::vector<ReplayIo> batch;
+      ReplayIo io;
+      while (schedule.next(io)) {
+        batch.push_back(io);
+        if (batch.size() == kBatch && !incoming_q.push(std::exchange(batch, {}))) return;
+      }
+      if (!batch.empty()) incoming_q.push(std::move(batch));
+    } catch (...) {
+      schedule_error = std::current_exception();
+    }
+    incoming_q.close();
+  });
+  std::thread writer_thread([&] {
+    try {
+      std::vector<Finished> batch;
+      while (finished_q.pop(batch))
+        for (const auto& f : batch) {
+          writer.append(f.result);
+          fidelity.add(f.io, f.result, f.issue_rel_ns);
+        }
+    } catch (...) {
+      writer_error = std::current_exception();
+      finished_q.close();
+    }
+  });
+  struct Joiner {
+    BatchQueue<ReplayIo>& in;
+    BatchQueue<Finished>& fin;
+    std::thread& a;
+    std::thread& b;
+    ~Joiner() {
+      in.close();
+      fin.close();
+      if (a.joinable()) a.join();
+      if (b.joinable()) b.join();
+    }
+  } joiner{incoming_q, finished_q, schedule_thread, writer_thread};
+  Incoming incoming(incoming_q);
+  std::vector<Finished> finished;
+  finished.reserve(kBatch);
 
   uint64_t next_seq = 0, head = 0, in_flight = 0;
   ReplayIo next;
-  bool have_next = schedule.next(next);
+  bool have_next = incoming.next(next);
+  // The schedule starts once everything is set up and the first IOs are decoded.
+  const int64_t start = monotonic_ns() + kStartLeadNs;
+  writer.set_metadata("replay.start_ns", std::to_string(start));
   int64_t drained_at = start;  // when the replay last had nothing in flight
   std::vector<UringEngine::Completion> done;
   std::vector<uint64_t> batch;  // slots prepared for the next submit
@@ -228,7 +308,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       batch.push_back(next_seq);
       ++next_seq;
       ++in_flight;
-      have_next = schedule.next(next);
+      have_next = incoming.next(next);
     }
     if (!batch.empty()) {
       const int64_t t = monotonic_ns();
@@ -274,8 +354,8 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         r.flags = s.io.flags;
         r.status = s.status;
         r.source_index = static_cast<int64_t>(s.io.source_index);
-        writer.append(r);
-        fidelity.add(s.io, r, s.issue_ns - start);
+        finished.push_back({s.io, r, s.issue_ns - start});
+        if (finished.size() == kBatch && !finished_q.push(std::exchange(finished, {}))) out.interrupted = true;
         ++head;
       }
       continue;  // completions may have unblocked the next IO
@@ -286,6 +366,11 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);
   }
 
+  if (!finished.empty()) finished_q.push(std::move(finished));
+  finished_q.close();
+  writer_thread.join();
+  if (writer_error) std::rethrow_exception(writer_error);
+  if (schedule_error) std::rethrow_exception(schedule_error);
   out.fidelity = fidelity.summary();
   out.ios = out.fidelity.ios;
   out.errors = out.fidelity.errors;

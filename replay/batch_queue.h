@@ -1,0 +1,54 @@
+// A bounded queue of batches between two threads. The replay loop must never
+// wait for trace decoding or result encoding, so both run on their own
+// threads and hand IOs over a batch at a time (one lock per batch, not per
+// IO). The bound keeps memory constant: a producer that gets ahead waits.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace iotape::replay {
+
+template <class T>
+class BatchQueue {
+ public:
+  explicit BatchQueue(size_t max_batches) : max_(max_batches) {}
+
+  // Blocks while the queue is full; false when the consumer has closed it.
+  bool push(std::vector<T>&& batch) {
+    std::unique_lock lock(mu_);
+    not_full_.wait(lock, [&] { return q_.size() < max_ || closed_; });
+    if (closed_) return false;
+    q_.push_back(std::move(batch));
+    not_empty_.notify_one();
+    return true;
+  }
+  // Blocks until a batch arrives; false once the queue is closed and empty.
+  bool pop(std::vector<T>& batch) {
+    std::unique_lock lock(mu_);
+    not_empty_.wait(lock, [&] { return !q_.empty() || closed_; });
+    if (q_.empty()) return false;
+    batch = std::move(q_.front());
+    q_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  // No more batches: wakes both sides. Batches already queued are still popped.
+  void close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    not_empty_.notify_all();
+    not_full_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<std::vector<T>> q_;
+  size_t max_;
+  bool closed_ = false;
+};
+
+}  // namespace iotape::replay
