@@ -186,6 +186,30 @@ TEST_CASE("the schedule is absolute: due times follow recorded times, never earl
   CHECK(due == (10 + 1000) / 2);
 }
 
+TEST_CASE("--events queue schedules by queue time where the trace has one") {
+  TempDir dir;
+  std::vector<Io> ios = {make_io(1'000'000, Op::kRead, 0, 4096), make_io(2'000'000, Op::kRead, 4096, 4096)};
+  ios[0].queue_ns = 500'000;
+  ios[1].queue_ns = 1'900'000;
+  write_trace(dir.file("q.iotape"), ios, kMiB);
+  for (auto [events, second_due] : {std::pair{replay::EventTime::kIssue, 1'000'000}, {replay::EventTime::kQueue, 1'400'000}}) {
+    replay::ReplayOptions o;
+    o.events = events;
+    TraceReader r(dir.file("q.iotape"));
+    replay::DeviceMap map(r.header(), 1, o);
+    std::vector<replay::Target> none;
+    replay::Placement place(map, none, replay::Fit::kFail, {});
+    replay::Schedule schedule(r, place, o);
+    replay::ReplayIo a, b, c;
+    REQUIRE(schedule.next(a));
+    REQUIRE(schedule.next(b));
+    CHECK_FALSE(schedule.next(c));
+    CHECK(a.due_ns == 0);
+    CHECK(b.due_ns == second_due);
+    CHECK(b.source_index == 1);
+  }
+}
+
 TEST_CASE("the dependency rule waits only for IOs that completed before the recorded issue") {
   replay::DependencyTracker deps;
   std::set<uint64_t> done;
@@ -270,6 +294,10 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   CHECK(rr.header().source() == v1::SOURCE_REPLAY);
   CHECK(rr.header().metadata().at("replay.source_sha256").size() == 64);
   CHECK(rr.header().devices(0).size_bytes() == 64 * kMiB);
+  const auto& idx = rr.header().metadata();  // a short result: everything is in the header
+  CHECK(idx.at("fidelity.ios") == std::to_string(ios.size()));
+  CHECK(idx.at("fidelity.errors") == "0");
+  CHECK(idx.count("fidelity.replayed_qd_buckets") == 1);
 }
 
 TEST_CASE("--qd recorded reproduces the recorded queue depth on a faster device", "[root]") {
