@@ -53,7 +53,7 @@ int64_t monotonic_ns() {
 
 UringEngine::UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight,
                          DataPattern data)
-    : targets_(targets), registered_limit_(kRegisteredLimit) {
+    : targets_(targets) {
   unsigned entries = 64;
   while (entries < max_in_flight * 2 && entries < 4096) entries *= 2;
   io_uring_params p{};
@@ -158,6 +158,11 @@ void UringEngine::discard(const ReplayIo& io, uint64_t tag) {
 }
 
 void UringEngine::prepare(const ReplayIo& io, uint64_t tag) {
+  // The plan already refused such IOs; this guard keeps any bug from writing past the end.
+  if (io.offset + io.length > targets_[io.target].size) {
+    immediate_.push_back({tag, -ERANGE});
+    return;
+  }
   const int file = static_cast<int>(io.target);
   const off_t off = static_cast<off_t>(io.offset);
   const unsigned len = static_cast<unsigned>(io.length);
@@ -166,7 +171,7 @@ void UringEngine::prepare(const ReplayIo& io, uint64_t tag) {
   switch (io.op) {
     case Op::kRead:
       sqe = get_sqe();
-      if (io.length <= registered_limit_)
+      if (io.length <= kRegisteredLimit)
         io_uring_prep_read_fixed(sqe, file, read_buf_.data, len, off, 0);
       else
         io_uring_prep_read(sqe, file, large_read_.data, len, off);
@@ -179,7 +184,7 @@ void UringEngine::prepare(const ReplayIo& io, uint64_t tag) {
         io_uring_sqe_set_data64(sqe, tag | kAuxTag);
       }
       sqe = get_sqe();
-      if (io.length <= registered_limit_)
+      if (io.length <= kRegisteredLimit)
         io_uring_prep_write_fixed(sqe, file, static_cast<char*>(write_buf_.data) + write_offset(io.length), len, off,
                                   1);
       else
@@ -210,12 +215,12 @@ void UringEngine::prepare(const ReplayIo& io, uint64_t tag) {
 
 unsigned UringEngine::submit() {
   const unsigned n = prepared_;
-  if (io_uring_sq_ready(&ring_) == 0) return 0;
+  prepared_ = 0;
+  if (io_uring_sq_ready(&ring_) == 0) return n;  // get_sqe() already submitted them
   int r;
   do r = io_uring_submit(&ring_);
   while (r == -EINTR || r == -EAGAIN);
   if (r < 0) throw error_errno("io_uring", "submit failed", -r);
-  prepared_ = 0;
   return n;
 }
 

@@ -36,7 +36,6 @@ class UringEngine {
   void prepare(const ReplayIo& io, uint64_t tag);
   // Submits everything prepared; returns how many IOs were submitted.
   unsigned submit();
-  unsigned prepared() const { return prepared_; }
 
   struct Completion {
     uint64_t tag;
@@ -60,11 +59,9 @@ class UringEngine {
     size_t size = 0;
   };
   Buffer read_buf_, write_buf_;  // registered as buffers 0 and 1
-  uint64_t registered_limit_;    // longer IOs use the unregistered large buffers
   Buffer large_read_, large_write_;
   uint64_t write_cursor_ = 0;
   unsigned prepared_ = 0;
-  unsigned sqes_ = 0;            // SQEs prepared (a pre-flush write takes two)
   std::vector<Completion> immediate_;
   // Block devices: discard through io_uring (kernel >= 6.12), probed once;
   // otherwise through a blocking BLKDISCARD ioctl.

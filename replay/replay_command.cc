@@ -86,8 +86,9 @@ void add_replay_command(CLI::App& app) {
   sub->add_option("--qd", a->qd, "recorded: an IO waits for the IOs that completed before its recorded issue "
                                  "(keeps the recorded queue depth); N: at most N IOs in flight")
       ->capture_default_str();
-  sub->add_option("--max-idle", a->max_idle, "Cap recorded idle gaps (no IO outstanding) at this duration "
-                                             "(default: 25ms with afap, no cap with original)");
+  sub->add_option("--max-idle", a->max_idle, "Recorded idle gaps (nothing outstanding) are cut to this: with "
+                                             "original timing the schedule shrinks (default: no cap); with afap "
+                                             "the replay pauses that long after draining (default 25ms, 0: never)");
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();
