@@ -107,9 +107,9 @@ void TimeSeries::add(const Io& io) {
 }
 
 void Processes::add(const Io& io) {
-  const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
-  Entry* e = last_ && key == last_key_ ? last_ : nullptr;
+  Entry* e = last_ && io.pid == last_->pid && io.comm == last_->comm ? last_ : nullptr;
   if (!e) {
+    const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       e = &it->second;
@@ -127,7 +127,6 @@ void Processes::add(const Io& io) {
       e = &entries_.emplace(key, std::move(fresh)).first->second;
     }
     last_ = e;
-    last_key_ = key;
   }
   ++e->ios;
   e->bytes += io.length;

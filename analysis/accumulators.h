@@ -161,7 +161,6 @@ class Processes {
   size_t capacity_;
   std::unordered_map<Key, Entry, KeyHash> entries_;
   Entry* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
-  Key last_key_{};
   uint64_t evictions_ = 0;
 };
 
