@@ -372,6 +372,21 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
     CHECK(ro.exit_code != 0);
     CHECK_FALSE(std::filesystem::exists(result));
   }
+  SECTION("swap") {
+    LoopDevice loop(64 * kMiB);
+    REQUIRE(test::run("mkswap " + loop.path()).exit_code == 0);
+    const auto on = test::run("swapon " + loop.path());
+    if (on.exit_code != 0) {
+      WARN("SKIPPED: swapon refused a loop device: " << on.output);
+      return;
+    }
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
+    test::run("swapoff " + loop.path());
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("used as swap") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
 }
 
 TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanly", "[root]") {
