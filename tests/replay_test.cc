@@ -406,6 +406,8 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 32 * kMiB);
   const auto r = test::run(replay_cmd(trace, dev, result, "--allow-write --timing afap --qd 4"));
+  const std::string stopped = dir.file("stopped.iotape");
+  const auto s = test::run(replay_cmd(trace, dev, stopped, "--allow-write --timing afap --qd 1 --stop-on-error"));
   test::run("losetup -d " + dev);
   ::umount(small.path().c_str());
   INFO(r.output);
@@ -416,6 +418,13 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   CHECK(failed > 0);
   CHECK(failed < 64);
   CHECK(out.front().status == 0);
+  // --stop-on-error: the first failure ends the run, with exit status 3.
+  INFO(s.output);
+  CHECK(s.exit_code == 3);
+  const auto partial = read_all(stopped);
+  REQUIRE_FALSE(partial.empty());
+  CHECK(partial.back().status < 0);
+  CHECK(std::count_if(partial.begin(), partial.end(), [](const Io& io) { return io.status < 0; }) == 1);
 }
 
 TEST_CASE("--dry-run prints the plan and touches nothing", "[root]") {
