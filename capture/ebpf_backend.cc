@@ -88,6 +88,7 @@ class EbpfBackend final : public Backend {
     uint64_t pow2 = 4096;  // a ring buffer is a power-of-two number of pages
     while (pow2 < buffer) pow2 <<= 1;
     bpf_map__set_max_entries(skel_->maps.events, static_cast<uint32_t>(pow2));
+    skel_->rodata->wakeup_bytes = pow2 / 4;
     if (int err = iotrace_bpf__load(skel_))
       fail("cannot load the BPF program", err);
 
@@ -112,7 +113,10 @@ class EbpfBackend final : public Backend {
 
   void poll(int timeout_ms, const IoSink& sink) override {
     sink_ = &sink;
-    const int n = ring_buffer__poll(ring_, timeout_ms);
+    // Records are submitted without a wakeup until the buffer fills (see
+    // iotrace.bpf.c): the wait is mostly a timeout, then everything is consumed.
+    int n = ring_buffer__poll(ring_, timeout_ms);
+    if (n >= 0 || n == -EINTR) n = ring_buffer__consume(ring_);
     sink_ = nullptr;
     if (n < 0 && n != -EINTR) throw std::runtime_error(std::string("ring buffer: ") + std::strerror(-n));
   }

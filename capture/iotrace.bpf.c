@@ -22,6 +22,7 @@
 
 /* Set by the loader from the kernel's BTF before loading. */
 const volatile bool rq_is_first_arg = true; /* block_rq_{insert,issue}(rq) since 5.11, (q, rq) before */
+const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
 const volatile char filter_comm[IOTRACE_COMM_LEN] = {};
@@ -242,7 +243,10 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		e->op = op_of(cmd_flags);
 		e->status = error;
 		__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-		bpf_ringbuf_submit(e, 0);
+		/* User space polls on a timer; waking it for every record would
+		 * cost more than the record. Only a filling buffer wakes it early. */
+		bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+					      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	}
 	if (nr_bytes >= left)
 		bpf_map_delete_elem(&inflight, &key);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/issue_order.h"
 #include "traces/error.h"
 
 namespace iotape::capture {
@@ -102,7 +103,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
   m["capture.backend"] = o.backend;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
-  m["capture.reorder_window_ns"] = std::to_string(o.output.writer.reorder_window_ns);
+  m["capture.reorder_window_ns"] = std::to_string(o.reorder_window_ns);
   if (o.output.rotate_bytes) m["capture.rotate_bytes"] = std::to_string(o.output.rotate_bytes);
   if (o.output.rotate_ns) m["capture.rotate_ns"] = std::to_string(o.output.rotate_ns);
   if (o.pid) m["capture.pid"] = std::to_string(o.pid);
@@ -136,11 +137,13 @@ RecordResult record(const RecordOptions& o) {
 
   RecordResult r;
   uint64_t seen = 0, bytes = 0, dropped = 0;
+  IssueOrder order(o.reorder_window_ns, o.reorder_max_ios);
   const IoSink sink = [&](const Io& io) {
-    out.append(io);
+    order.add(io);
     ++seen;
     bytes += io.length;
   };
+  const IoSink write = [&](const Io& io) { out.append(io); };
   const int64_t start = boottime_ns();
   int64_t last_status = start;
   uint64_t status_ios = 0, status_bytes = 0;
@@ -148,6 +151,7 @@ RecordResult record(const RecordOptions& o) {
     for (;;) {
       backend->poll(100, sink);
       const int64_t now = boottime_ns();
+      order.release(now, write);
       if (const uint64_t d = backend->dropped(); d > dropped) {
         out.add_dropped(d - dropped);
         dropped = d;
@@ -173,6 +177,7 @@ RecordResult record(const RecordOptions& o) {
       }
     }
     backend->poll(0, sink);  // what completed before the stop is still in the buffer
+    order.release(0, write, true);
     if (const uint64_t d = backend->dropped(); d > dropped) {
       out.add_dropped(d - dropped);
       dropped = d;

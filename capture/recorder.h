@@ -24,6 +24,10 @@ struct RecordOptions {
   uint32_t pid = 0;
   std::string comm;
   uint64_t buffer_bytes = 0;
+  // IOs arrive in completion order; each is held this long (issue time) to be
+  // written in issue order. Longer in flight: written late, and counted.
+  int64_t reorder_window_ns = 2'000'000'000;
+  size_t reorder_max_ios = size_t{1} << 20;
   bool status_line = false;          // a live line on stderr (when it is a terminal)
 };
 

@@ -63,9 +63,6 @@ void run_record(RecordCli& c) {
   if (!c.buffer.empty()) o.buffer_bytes = parse_size(c.buffer, "--buffer");
   o.output.writer.flush_interval_ns = parse_duration(c.flush_interval, "--flush-interval");
   o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
-  // IOs arrive in completion order; hold them long enough to write them in issue order.
-  o.output.writer.reorder_window_ns = 2'000'000'000;
-  o.output.writer.reorder_window_ios = 1u << 19;
   o.output.writer.file_mode = 0600;
   o.status_line = ::isatty(STDERR_FILENO);
 

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Capture overhead of `iotape record` against untraced runs and peer tracers.
+
+fio 4 KiB random reads, QD32, io_uring, direct, on a loop device over a
+/dev/shm file. Each round runs, for every tracer, an untraced fio run and a
+traced one back to back; the IOPS ratio traced/untraced of each pair is
+reported as a median over the rounds (2 shared cores are noisy: only ratios
+from one run mean anything). Also reported: events dropped, the trace's bytes
+per IO, the recorder's user-space CPU per IO, and the BPF programs' CPU per IO
+(kernel.bpf_stats_enabled, one extra run).
+
+Peers: bpftrace with a (dev, sector)-keyed map printing one line per IO
+(libbpf-tools biosnoop cannot attach on kernels without blk_account_io_start),
+and the ftrace blk tracer with a text trace_pipe reader.
+
+Usage: bench/record_overhead.py --iotape BUILD/cli/iotape [--rounds 5] [--runtime 5]
+Needs root, fio, bpftrace. Cleans up its loop device, files and tracer settings.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TRACEFS = "/sys/kernel/tracing"
+
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def fio(dev, runtime):
+    out = sh(f"fio --name=bench --filename={dev} --direct=1 --ioengine=io_uring --rw=randread --bs=4k "
+             f"--iodepth=32 --thread --time_based --runtime={runtime} --output-format=json")
+    job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
+    return job["iops"], job["total_ios"]
+
+
+def wait_for(path, needle, proc, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path) and needle in open(path, errors="replace").read():
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"tracer exited early: {open(path, errors='replace').read()}")
+        time.sleep(0.05)
+    raise RuntimeError(f"tracer did not start: {open(path, errors='replace').read()}")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Iotape:
+    """iotape record with one back end; writes its trace to tmpfs."""
+
+    def __init__(self, binary, backend, dev, work):
+        self.binary, self.backend, self.dev, self.work = binary, backend, dev, work
+        self.name = f"iotape-{backend}"
+
+    def start(self):
+        self.trace = os.path.join(self.work, f"{self.name}.iot")
+        self.log = os.path.join(self.work, f"{self.name}.log")
+        self.proc = subprocess.Popen([self.binary, "record", "-d", self.dev, "-o", self.trace, "--backend",
+                                      self.backend], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        wait_for(self.log, "iotape: recording", self.proc)
+
+    def stop(self):
+        cpu = cpu_seconds(self.proc.pid)
+        self.proc.send_signal(signal.SIGINT)
+        if self.proc.wait(60) != 0:
+            raise RuntimeError(open(self.log).read())
+        info = json.loads(sh(f"{self.binary} info --json {self.trace}"))
+        os.unlink(self.trace)
+        return {"dropped": info["dropped_events"], "ios": info["ios"], "bytes_per_io": info["bytes_per_io"],
+                "cpu_s": cpu}
+
+
+class Bpftrace:
+    """bpftrace: issue time in a map keyed by (dev, sector), one printed line per completed IO."""
+
+    name = "bpftrace"
+
+    def __init__(self, dev, work):
+        st = os.stat(dev)
+        self.devt = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+        self.work = work
+
+    def start(self):
+        prog = (f"tracepoint:block:block_rq_issue /args->dev == {self.devt}/ "
+                "{ @start[args->dev, args->sector] = nsecs; }\n"
+                "tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ "
+                "{ printf(\"%d %d %d %d\\n\", pid, args->sector, args->nr_sector, "
+                "nsecs - @start[args->dev, args->sector]); delete(@start[args->dev, args->sector]); }")
+        self.out = os.path.join(self.work, "bpftrace.out")
+        self.proc = subprocess.Popen(["bpftrace", "-e", prog], stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
+        wait_for(self.out, "Attaching", self.proc)
+
+    def stop(self):
+        cpu = cpu_seconds(self.proc.pid)
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(60)
+        lost, ios = 0, 0
+        with open(self.out, errors="replace") as f:
+            for line in f:
+                if line.startswith("Lost "):
+                    lost += int(line.split()[1])
+                else:
+                    ios += 1
+        os.unlink(self.out)
+        return {"dropped": lost, "ios": ios, "cpu_s": cpu}
+
+
+class FtraceBlk:
+    """The ftrace blk tracer with a text trace_pipe reader (cat to a tmpfs file)."""
+
+    name = "ftrace-blk"
+
+    def __init__(self, dev, work):
+        self.disk, self.work = os.path.basename(dev), work
+
+    def start(self):
+        if open(f"{TRACEFS}/current_tracer").read().strip() != "nop":
+            raise RuntimeError("the ftrace tracer is busy")
+        write(f"/sys/block/{self.disk}/trace/enable", "1")
+        write(f"{TRACEFS}/current_tracer", "blk")
+        self.out = os.path.join(self.work, "ftrace.out")
+        self.proc = subprocess.Popen(["cat", f"{TRACEFS}/trace_pipe"], stdout=open(self.out, "w"))
+
+    def stop(self):
+        cpu = cpu_seconds(self.proc.pid)
+        self.proc.terminate()
+        self.proc.wait(60)
+        write(f"{TRACEFS}/current_tracer", "nop")
+        write(f"/sys/block/{self.disk}/trace/enable", "0")
+        ios = sum(1 for line in open(self.out, errors="replace") if "  C  " in line)
+        os.unlink(self.out)
+        return {"dropped": None, "ios": ios, "cpu_s": cpu}
+
+
+def bpf_cpu_per_io(binary, dev, work, runtime):
+    """Run-time of iotape's BPF programs per IO, from the kernel's BPF statistics."""
+    old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    write("/proc/sys/kernel/bpf_stats_enabled", "1")
+    names = {"block_io_start", "blk_account_io_start", "block_rq_insert", "block_rq_issue", "block_rq_complete"}
+    try:
+        before = {p["id"] for p in json.loads(sh("bpftool prog show --json"))}
+        t = Iotape(binary, "ebpf", dev, work)
+        t.start()
+        _, ios = fio(dev, runtime)
+        progs = json.loads(sh("bpftool prog show --json"))
+        ns = sum(p.get("run_time_ns", 0) for p in progs if p["id"] not in before and p.get("name") in names)
+        r = t.stop()
+        return ns / r["ios"] if r["ios"] else float("nan"), ios
+    finally:
+        write("/proc/sys/kernel/bpf_stats_enabled", old)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iotape", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root")
+    if not os.path.exists(f"{TRACEFS}/trace_pipe"):
+        sh(f"mount -t tracefs nodev {TRACEFS}")
+
+    work = tempfile.mkdtemp(prefix="iotape-bench-", dir="/dev/shm")
+    backing = os.path.join(work, "disk")
+    write(backing, "")
+    os.truncate(backing, 1 << 30)
+    dev = sh(f"losetup -f --show {backing}")
+    try:
+        tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
+                   Bpftrace(dev, work), FtraceBlk(dev, work)]
+        results = {t.name: [] for t in tracers}
+        fio(dev, 2)  # warm up
+        for r in range(a.rounds):
+            for t in tracers:
+                base, _ = fio(dev, a.runtime)
+                t.start()
+                try:
+                    traced, fio_ios = fio(dev, a.runtime)
+                finally:
+                    extra = t.stop()
+                results[t.name].append({"base": base, "traced": traced, "ratio": traced / base, **extra})
+                print(f"round {r + 1} {t.name:16s} untraced {base:9.0f} IOPS  traced {traced:9.0f} IOPS  "
+                      f"ratio {traced / base:.3f}  dropped {extra['dropped']}", flush=True)
+        bpf_ns, _ = bpf_cpu_per_io(a.iotape, dev, work, a.runtime)
+        print()
+        print(f"{'tracer':16s} {'median ratio':>12s} {'untraced IOPS':>14s} {'traced IOPS':>12s} {'dropped':>8s} "
+              f"{'user CPU/IO':>12s} {'bytes/IO':>9s}")
+        for name, rows in results.items():
+            dropped = [x["dropped"] for x in rows]
+            cpu = sum(x["cpu_s"] for x in rows) / max(1, sum(x["ios"] for x in rows)) * 1e9
+            bpi = [x["bytes_per_io"] for x in rows if "bytes_per_io" in x]
+            print(f"{name:16s} {statistics.median(x['ratio'] for x in rows):12.3f} "
+                  f"{statistics.median(x['base'] for x in rows):14.0f} "
+                  f"{statistics.median(x['traced'] for x in rows):12.0f} "
+                  f"{'n/a' if None in dropped else sum(dropped):>8} {cpu:10.0f}ns "
+                  f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
+        print(f"iotape-ebpf BPF programs: {bpf_ns:.0f} ns CPU per IO (kernel.bpf_stats_enabled run)")
+    finally:
+        sh(f"losetup -d {dev}")
+        sh(f"rm -rf {work}")
+
+
+if __name__ == "__main__":
+    main()
