@@ -26,7 +26,6 @@ void run_report(const ReportCommandOptions& o) {
   analysis::ReportOptions ro;
   if (!o.device.empty()) ro.device = parse_device_filter(o.device);
   if (!o.window.empty()) ro.window = analysis::parse_window(o.window);
-  if (!o.by.empty() && o.by != "process") throw TraceError("--by '" + o.by + "': only 'process' is supported");
   TraceReader reader(o.traces);
   const analysis::Report r = analysis::analyse(reader, ro);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top};
@@ -62,7 +61,7 @@ void add_report_command(CLI::App& app) {
   sub->add_option("--window", o->window,
                   "START..END: only IOs issued in this range, in seconds from the trace's first IO "
                   "(either end may be left out); busy time is clipped to END");
-  sub->add_option("--by", o->by, "'process': add per-process totals (top N by bytes)");
+  sub->add_option("--by", o->by, "'process': add per-process totals (top N by bytes)")->check(CLI::IsMember({"process"}));
   sub->add_option("--top", o->top, "Processes shown with --by process")->capture_default_str();
   sub->add_option("--series-csv", o->series_csv, "Write IOPS and MB/s per interval (1 s, coarser on long traces) to FILE");
   sub->footer(

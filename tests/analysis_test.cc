@@ -236,6 +236,21 @@ TEST_CASE("report on a hand-made trace") {
   }
 }
 
+TEST_CASE("report on an empty trace is all zeros") {
+  test::TempDir dir;
+  const std::string path = dir.file("empty.iot");
+  TraceWriter(path, v1::TraceHeader()).close();
+  TraceReader reader(path);
+  const Report r = analyse(reader);
+  CHECK(r.ios == 0);
+  CHECK(r.busy_ns == 0);
+  CHECK(r.idle_ns() == 0);
+  const auto j = report_json(r, reader.header(), OutputOptions{{path}});
+  CHECK(j["avg_data_rate_MBps"]["combined"] == 0.0);
+  CHECK(j["latency_ns"]["all"]["p99"] == 0);
+  CHECK(!report_text(r, reader.header(), OutputOptions{{path}}).empty());
+}
+
 TEST_CASE("window parsing") {
   CHECK(parse_window("10..").start_ns == 10'000'000'000);
   CHECK(!parse_window("10..").end_ns);
