@@ -86,7 +86,9 @@ Measured in_child(F work) {
     ::close(fds[0]);
     const double t0 = now_s();
     const uint64_t ios = work();
-    Measured m{now_s() - t0, 0, ios};
+    Measured m;
+    m.seconds = now_s() - t0;
+    m.ios = ios;
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
     m.max_rss_kb = ru.ru_maxrss;
