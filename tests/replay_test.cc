@@ -210,6 +210,26 @@ TEST_CASE("--events queue schedules by queue time where the trace has one") {
   }
 }
 
+TEST_CASE("--window replays a part of the trace, scheduled from the window's first IO") {
+  TempDir dir;
+  std::vector<Io> ios;
+  for (int i = 0; i < 10; ++i) ios.push_back(make_io(5'000'000 + i * 1'000'000ll, Op::kRead, i * 4096ull, 4096));
+  write_trace(dir.file("w.iotape"), ios, kMiB);
+  replay::ReplayOptions o;
+  replay::parse_window("2ms..5ms", o);  // IOs 2, 3 and 4
+  TraceReader r(dir.file("w.iotape"));
+  replay::DeviceMap map(r.header(), 1, o);
+  replay::Placement place(map, {}, replay::Fit::kFail, {});
+  replay::Schedule schedule(r, place, o);
+  std::vector<replay::ReplayIo> got;
+  for (replay::ReplayIo io; schedule.next(io);) got.push_back(io);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].source_index == 2);
+  CHECK(got[0].due_ns == 0);
+  CHECK(got[2].source_index == 4);
+  CHECK(got[2].due_ns == 2'000'000);
+}
+
 TEST_CASE("the dependency rule waits only for IOs that completed before the recorded issue") {
   replay::DependencyTracker deps;
   std::set<uint64_t> done;
