@@ -3,21 +3,10 @@
 // together and merged by event time, or one merged `blkparse -d` dump. Either
 // byte order is accepted (found from each input's first magic).
 //
-// Events are folded into one IO per completed request:
-//   Q (bio queued)    queue time, pid, process name (from notify records), cgroup, cpu
-//   I (inserted)      queue time when no Q was seen
-//   M / F (merges)    a bio extends a queued request at its back / front
-//   X (split)         a queued bio is cut in two
-//   A (remap)         a queued bio moves to (device, sector) of a lower layer
-//   D (issued)        issue time; op and flags of the request as dispatched
-//   R (requeued)      back to the queue, to be issued again
-//   C (completed)     completion time and status; the IO is written
-// Requests are matched by (device, sector). Events that match nothing are
-// counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
-// requests are not IOs of the block layer's address space and are skipped.
+// Events are folded into one IO per completed request by the block IO
+// assembler (block_io_assembler.h), which also names the devices "MAJOR,MINOR".
 //
-// Clock RELATIVE (the kernel's trace clock, unchanged). Each major:minor with
-// an IO becomes a device named "MAJOR,MINOR".
+// Clock RELATIVE (the kernel's trace clock, unchanged).
 #pragma once
 
 #include <span>

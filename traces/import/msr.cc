@@ -1,12 +1,12 @@
 #include "traces/import/msr.h"
 
 #include <array>
-#include <charconv>
 #include <map>
 #include <string_view>
 #include <utility>
 
 #include "traces/error.h"
+#include "traces/import/text_lines.h"
 
 namespace iotape {
 namespace {
@@ -17,33 +17,10 @@ constexpr int64_t kUnixEpochTicks = 116444736000000000;
 constexpr size_t kMaxLine = 4096;
 constexpr size_t kFields = 7;
 
-// A field for an error message, cut short: the line may be binary junk.
-std::string quote(std::string_view field) {
-  return "'" + std::string(field.substr(0, 40)) + (field.size() > 40 ? "...'" : "'");
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 // Parses one CSV line; every error names the input and line.
-class LineParser {
+class LineParser : public FieldParser {
  public:
-  LineParser(const std::string& file, uint64_t line) : file_(file), line_(line) {}
-
-  [[noreturn]] void fail(const std::string& why) const { throw error_at_line(file_, line_, why); }
-
-  uint64_t number(std::string_view field, const char* what) const {
-    if (!field.empty() && field.front() == '-') fail(std::string(what) + " is negative: " + quote(field));
-    uint64_t v = 0;
-    auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    if (ec == std::errc::result_out_of_range) fail(std::string(what) + " out of range: " + quote(field));
-    if (ec != std::errc() || end != field.data() + field.size() || field.empty())
-      fail(std::string(what) + " is not a number: " + quote(field));
-    return v;
-  }
+  using FieldParser::FieldParser;
 
   // FILETIME ticks to Unix nanoseconds.
   int64_t unix_ns(uint64_t ticks) const {
@@ -62,10 +39,6 @@ class LineParser {
       fail("response time " + std::to_string(response_ticks) + " is out of range");
     return complete;
   }
-
- private:
-  const std::string& file_;
-  uint64_t line_;
 };
 
 bool printable_ascii(std::string_view s) {
@@ -94,34 +67,16 @@ class Devices {
 };
 
 void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport& report) {
-  std::istream& s = *in.stream;
-  std::array<char, kMaxLine> buf;
-  uint64_t line = 0;
+  LineReader lines(in, "MSR CSV", kMaxLine - 1);
   const uint64_t records_before = report.records;
-  for (;;) {
-    s.getline(buf.data(), buf.size());
-    const auto got = static_cast<size_t>(s.gcount());
-    if (s.bad()) throw error_at_line(in.name, line + 1, "read error");
-    if (s.eof() && got == 0) break;
-    ++line;
-    if (s.fail() && !s.eof())
-      throw error_at_line(in.name, line,
-                          "line longer than " + std::to_string(kMaxLine - 1) + " bytes: not MSR CSV");
-    const size_t len = s.eof() ? got : got - 1;  // without the newline
-    const std::string_view text = trim({buf.data(), len});
+  for (std::string_view raw; lines.next(raw);) {
+    const std::string_view text = trim_field(raw);
     if (text.empty()) continue;
 
-    LineParser p(in.name, line);
+    LineParser p(in.name, lines.line());
     std::array<std::string_view, kFields> f;
-    size_t n = 0;
-    for (size_t start = 0;;) {
-      const size_t comma = text.find(',', start);
-      if (n == kFields) p.fail("more than " + std::to_string(kFields) + " fields: not MSR CSV");
-      const size_t end = comma == std::string_view::npos ? text.size() : comma;
-      f[n++] = trim(text.substr(start, end - start));
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
-    }
+    const size_t n = split_fields(text, ',', f);
+    if (n > kFields) p.fail("more than " + std::to_string(kFields) + " fields: not MSR CSV");
     if (n != kFields)
       p.fail("expected " + std::to_string(kFields) + " comma-separated fields, found " + std::to_string(n) +
              ": not MSR CSV");
@@ -129,7 +84,7 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     Io io;
     io.issue_ns = p.unix_ns(p.number(f[0], "timestamp"));
     if (f[1].empty() || !printable_ascii(f[1]))
-      p.fail("hostname " + quote(f[1]) + " is empty or not printable");
+      p.fail("hostname " + quote_field(f[1]) + " is empty or not printable");
     const uint64_t disk = p.number(f[2], "disk number");
     if (disk > UINT32_MAX) p.fail("disk number " + std::to_string(disk) + " is out of range");
     if (f[3] == "Read" || f[3] == "read")
@@ -137,7 +92,7 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     else if (f[3] == "Write" || f[3] == "write")
       io.op = Op::kWrite;
     else
-      p.fail("type " + quote(f[3]) + " is neither Read nor Write");
+      p.fail("type " + quote_field(f[3]) + " is neither Read nor Write");
     io.offset = p.number(f[4], "offset");
     io.length = p.number(f[5], "size");
     if (io.offset + io.length < io.offset) p.fail("offset + size overflows");
@@ -148,7 +103,8 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     ++report.ios;
   }
   if (report.records == records_before)
-    throw error_at_line(in.name, line + 1, line == 0 ? "empty file: no MSR records" : "no MSR records");
+    throw error_at_line(in.name, lines.line() + 1,
+                        lines.line() == 0 ? "empty file: no MSR records" : "no MSR records");
 }
 
 }  // namespace

@@ -1,0 +1,336 @@
+#include "traces/import/block_io_assembler.h"
+
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "traces/error.h"
+
+namespace iotape::blk {
+namespace {
+
+constexpr uint64_t kSector = 512;
+
+struct Key {
+  uint32_t dev;
+  uint64_t sector;
+  auto operator<=>(const Key&) const = default;
+};
+
+// A bio or request on its way through the queue.
+struct Request {
+  uint64_t start = 0;      // first sector
+  uint64_t bytes = 0;
+  uint64_t completed = 0;  // bytes completed so far: C events may complete a request in parts
+  int64_t queue_ns = kNoTime;
+  int64_t issue_ns = kNoTime;
+  int32_t status = 0;
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t cgroup = 0;
+  int32_t cpu = -1;
+  Op op = Op::kRead;
+  uint32_t flags = 0;
+  bool remapped = false;  // moved here by an A event, not yet queued on this device
+};
+
+// Requests by (device, current sector); several may share one place.
+class Requests {
+ public:
+  Request* front(Key k) {
+    auto it = map_.find(k);
+    return it == map_.end() ? nullptr : &it->second.front();
+  }
+  Request* back(Key k) {
+    auto it = map_.find(k);
+    return it == map_.end() ? nullptr : &it->second.back();
+  }
+  Request take_front(Key k) { return take(k, true); }
+  Request take_back(Key k) { return take(k, false); }
+  void put(Key k, Request r) { map_[k].push_back(std::move(r)); }
+
+  // A request on `dev` ending at `sector`, among the few places just before it.
+  Request* ending_at(uint32_t dev, uint64_t sector) {
+    auto it = map_.lower_bound({dev, sector});
+    for (int looked = 0; looked < 64 && it != map_.begin(); ++looked) {
+      --it;
+      if (it->first.dev != dev) break;
+      for (Request& r : it->second)
+        if (r.start + r.bytes / kSector == sector) return &r;
+    }
+    return nullptr;
+  }
+
+  uint64_t size() const {
+    uint64_t n = 0;
+    for (const auto& [k, rs] : map_) n += rs.size();
+    return n;
+  }
+
+ private:
+  Request take(Key k, bool front) {
+    auto it = map_.find(k);
+    Request r = std::move(front ? it->second.front() : it->second.back());
+    if (front)
+      it->second.pop_front();
+    else
+      it->second.pop_back();
+    if (it->second.empty()) map_.erase(it);
+    return r;
+  }
+
+  std::map<Key, std::deque<Request>> map_;
+};
+
+Op op_of(uint32_t c, uint32_t bytes) {
+  if (c & category::kDiscard) return Op::kDiscard;
+  if ((c & category::kFlush) && bytes == 0) return Op::kFlush;
+  return (c & category::kWrite) ? Op::kWrite : Op::kRead;
+}
+
+uint32_t flags_of(uint32_t c, Op op) {
+  uint32_t f = 0;
+  if (c & category::kSync) f |= flag::kSync;
+  if (c & category::kFua) f |= flag::kFua;
+  if ((c & category::kFlush) && op != Op::kFlush) f |= flag::kPreflush;
+  if (c & category::kMeta) f |= flag::kMeta;
+  if (c & category::kAhead) f |= flag::kReadahead;
+  return f;
+}
+
+}  // namespace
+
+class BlockIoAssembler::Impl {
+ public:
+  Impl(TraceWriter& out, ImportReport& report) : out_(out), report_(report) {}
+
+  void on_event(const TraceEvent& ev, const EventPlace& place) {
+    const uint32_t c = ev.categories();
+    if (c & category::kNotify) {
+      if (ev.what() == kNotifyProcessName) comms_[ev.pid] = std::string(ev.comm);
+      return;
+    }
+    if (!ev.comm.empty())
+      if (std::string& known = comms_[ev.pid]; known != ev.comm) known = ev.comm;
+    if (c & category::kPassthrough) {
+      ++passthrough_;
+      ++report_.skipped;
+      return;
+    }
+    const Key k{ev.dev, ev.sector};
+    switch (ev.what()) {
+      case kQueue:
+        if (Request* r = queued_.back(k); r && r->remapped) {
+          r->remapped = false;  // the same bio, now queued here: keep its first queue time
+          return;
+        }
+        queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time)));
+        break;
+      case kGetrq:
+        if (!queued_.front(k)) queued_.put(k, submitted(ev, kNoTime));
+        break;
+      case kInsert:
+        if (Request* r = queued_.front(k))
+          r->queue_ns = r->queue_ns == kNoTime ? static_cast<int64_t>(ev.time) : r->queue_ns;
+        else
+          queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time)));
+        break;
+      case kBackmerge:
+        if (queued_.back(k)) queued_.take_back(k);  // the bio, now part of the request
+        if (Request* r = queued_.ending_at(ev.dev, ev.sector))
+          r->bytes += ev.bytes;
+        else
+          unmatched_merge(ev);
+        break;
+      case kFrontmerge: {
+        if (queued_.back(k)) queued_.take_back(k);
+        const Key old{ev.dev, ev.sector + ev.bytes / kSector};
+        if (!queued_.front(old)) {
+          unmatched_merge(ev);
+          break;
+        }
+        Request r = queued_.take_front(old);
+        r.start = ev.sector;
+        r.bytes += ev.bytes;
+        queued_.put(k, std::move(r));
+        break;
+      }
+      case kSplit:
+        split(ev, k);
+        break;
+      case kRemap:
+        remap(ev);
+        break;
+      case kIssue:
+        issue(ev, k);
+        break;
+      case kRequeue:
+        if (in_flight_.front(k)) {
+          Request r = in_flight_.take_front(k);
+          r.issue_ns = kNoTime;
+          queued_.put(k, std::move(r));
+          ++requeues_;
+        }
+        break;
+      case kComplete:
+        complete(ev, k, place);
+        break;
+      default:
+        break;  // plugs, sleeps, bounces, driver data: nothing an IO records
+    }
+  }
+
+  void finish() {
+    auto note = [this](uint64_t n, const char* what) {
+      if (n) report_.notes.push_back(std::to_string(n) + " " + what);
+    };
+    note(unmatched_completions_,
+         "C events matched no D (issued before the trace started, or a bio-based device)");
+    note(unmatched_merges_, "merge (M/F) events matched no queued request");
+    note(unqueued_issues_, "D events had no Q, G or I (queue time, pid and process name unknown)");
+    note(in_flight_.size(), "requests were issued but not completed when the trace ended");
+    note(queued_.size(), "queued bios or requests were never issued");
+    note(requeues_, "requeues (R): those requests were issued again");
+    note(remaps_followed_, "remap (A) events moved a queued bio to the device below");
+    note(passthrough_, "passthrough (PC) events skipped");
+  }
+
+ private:
+  Request submitted(const TraceEvent& ev, int64_t queue_ns) {
+    Request r;
+    r.start = ev.sector;
+    r.bytes = ev.bytes;
+    r.queue_ns = queue_ns;
+    r.pid = ev.pid;
+    if (auto it = comms_.find(ev.pid); it != comms_.end()) r.comm = it->second;
+    r.cgroup = ev.cgroup;
+    r.cpu = static_cast<int32_t>(ev.cpu);
+    return r;
+  }
+
+  void unmatched_merge(const TraceEvent&) {
+    ++unmatched_merges_;
+    ++report_.skipped;
+  }
+
+  void split(const TraceEvent& ev, Key k) {
+    Request* r = queued_.back(k);
+    if (!r || r->bytes <= ev.bytes) return;
+    const uint64_t second = ev.split_sector;
+    Request rest = *r;
+    rest.start = second;
+    rest.bytes = r->bytes - ev.bytes;
+    r->bytes = ev.bytes;
+    queued_.put({ev.dev, second}, std::move(rest));
+  }
+
+  void remap(const TraceEvent& ev) {
+    const Key from{ev.remap_from_dev, ev.remap_from_sector};
+    if (!queued_.back(from)) return;  // the upper device was not traced
+    Request r = queued_.take_back(from);
+    r.start = ev.sector;
+    r.remapped = true;
+    queued_.put({ev.remap_to_dev, ev.sector}, std::move(r));
+    ++remaps_followed_;
+  }
+
+  void issue(const TraceEvent& ev, Key k) {
+    Request r;
+    if (queued_.front(k)) {
+      r = queued_.take_front(k);
+      r.remapped = false;
+    } else {
+      r.start = ev.sector;
+      ++unqueued_issues_;
+    }
+    r.bytes = ev.bytes;
+    r.issue_ns = static_cast<int64_t>(ev.time);
+    r.op = op_of(ev.categories(), ev.bytes);
+    r.flags = flags_of(ev.categories(), r.op);
+    r.completed = 0;
+    in_flight_.put(k, std::move(r));
+  }
+
+  void complete(const TraceEvent& ev, Key k, const EventPlace& place) {
+    Request* r = in_flight_.front(k);
+    if (!r) {
+      // A bio-based device (dm, md) completes bios it never issued as
+      // requests: forget the bio, so its queue does not grow without end.
+      if (queued_.front(k)) queued_.take_front(k);
+      ++unmatched_completions_;
+      ++report_.skipped;
+      return;
+    }
+    const int16_t err = static_cast<int16_t>(ev.error);
+    if (err != 0) r->status = err > 0 ? -err : err;
+    r->completed += ev.bytes;
+    if (r->completed < r->bytes) {  // a partial completion: the rest continues after it
+      Request rest = in_flight_.take_front(k);
+      in_flight_.put({ev.dev, ev.sector + ev.bytes / kSector}, std::move(rest));
+      return;
+    }
+    emit(in_flight_.take_front(k), ev, place);
+  }
+
+  void emit(const Request& r, const TraceEvent& ev, const EventPlace& place) {
+    Io io;
+    if (r.start > UINT64_MAX / kSector || r.start * kSector + r.bytes < r.start * kSector)
+      throw place.error("sector " + std::to_string(r.start) + " is out of range");
+    io.offset = r.start * kSector;
+    io.length = r.bytes;
+    io.queue_ns = r.queue_ns;
+    io.issue_ns = r.issue_ns;
+    io.complete_ns = static_cast<int64_t>(ev.time);
+    io.device = device(ev.dev);
+    io.op = r.op;
+    io.flags = r.flags;
+    io.status = r.status;
+    io.pid = r.pid;
+    io.comm = r.comm;
+    if (io.comm.empty() && r.pid != 0)
+      if (auto it = comms_.find(r.pid); it != comms_.end()) io.comm = it->second;
+    io.cgroup = r.cgroup;
+    io.cpu = r.cpu;
+    out_.append(io);
+    ++report_.ios;
+  }
+
+  uint32_t device(uint32_t dev) {
+    auto [it, added] = devices_.try_emplace(dev, 0);
+    if (added) {
+      v1::Device d;
+      d.set_major(dev >> 20);
+      d.set_minor(dev & 0xfffff);
+      d.set_name(std::to_string(d.major()) + "," + std::to_string(d.minor()));
+      it->second = out_.add_device(d);
+    }
+    return it->second;
+  }
+
+  TraceWriter& out_;
+  ImportReport& report_;
+  Requests queued_;     // Q/G/I seen, not yet issued
+  Requests in_flight_;  // issued, not yet completed
+  std::unordered_map<uint32_t, std::string> comms_;  // pid -> process name, from notify records
+  std::unordered_map<uint32_t, uint32_t> devices_;   // dev_t -> device index
+  uint64_t unmatched_completions_ = 0;
+  uint64_t unmatched_merges_ = 0;
+  uint64_t unqueued_issues_ = 0;
+  uint64_t requeues_ = 0;
+  uint64_t remaps_followed_ = 0;
+  uint64_t passthrough_ = 0;
+};
+
+
+TraceError EventPlace::error(const std::string& why) const {
+  return is_line ? error_at_line(file, at, why) : error_at_byte(file, at, why);
+}
+
+BlockIoAssembler::BlockIoAssembler(TraceWriter& out, ImportReport& report)
+    : impl_(std::make_unique<Impl>(out, report)) {}
+BlockIoAssembler::~BlockIoAssembler() = default;
+
+void BlockIoAssembler::on_event(const TraceEvent& ev, const EventPlace& place) { impl_->on_event(ev, place); }
+void BlockIoAssembler::finish() { impl_->finish(); }
+
+}  // namespace iotape::blk

@@ -1,0 +1,109 @@
+// Block-layer events (blktrace's model: Q, G, I, M, F, X, A, D, R, C, ...)
+// folded into one IO per completed request. The raw blktrace importer and the
+// blkparse text importer decode their inputs into BlockTraceEvents and feed
+// them here, in time order, so both reconstruct the same IOs.
+//
+//   Q (bio queued)    queue time, pid, process name, cgroup, cpu
+//   I (inserted)      queue time when no Q was seen
+//   M / F (merges)    a bio extends a queued request at its back / front
+//   X (split)         a queued bio is cut in two
+//   A (remap)         a queued bio moves to (device, sector) of a lower layer
+//   D (issued)        issue time; op and flags of the request as dispatched
+//   R (requeued)      back to the queue, to be issued again
+//   C (completed)     completion time and status; the IO is written
+// Requests are matched by (device, sector). Events that match nothing are
+// counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
+// requests are not IOs of the block layer's address space and are skipped.
+// Each major:minor with an IO becomes a device named "MAJOR,MINOR".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "traces/error.h"
+#include "traces/import/importer.h"
+#include "traces/writer.h"
+
+namespace iotape::blk {
+
+// Actions (the low 16 bits of blk_io_trace.action).
+enum Action : uint32_t {
+  kQueue = 1,
+  kBackmerge = 2,
+  kFrontmerge = 3,
+  kGetrq = 4,
+  kSleeprq = 5,
+  kRequeue = 6,
+  kIssue = 7,
+  kComplete = 8,
+  kPlug = 9,
+  kUnplug = 10,
+  kUnplugTimer = 11,
+  kInsert = 12,
+  kSplit = 13,
+  kBounce = 14,
+  kRemap = 15,
+};
+inline constexpr uint32_t kNotifyProcessName = 0;
+
+// Category bits (the high 16 bits of the action, shifted down).
+namespace category {
+inline constexpr uint32_t kWrite = 1u << 1;
+inline constexpr uint32_t kFlush = 1u << 2;
+inline constexpr uint32_t kSync = 1u << 3;
+inline constexpr uint32_t kPassthrough = 1u << 9;
+inline constexpr uint32_t kNotify = 1u << 10;
+inline constexpr uint32_t kAhead = 1u << 11;
+inline constexpr uint32_t kMeta = 1u << 12;
+inline constexpr uint32_t kDiscard = 1u << 13;
+inline constexpr uint32_t kFua = 1u << 15;
+}  // namespace category
+
+// One event, whichever form it was read from.
+struct TraceEvent {
+  uint64_t time = 0;    // ns
+  uint64_t sector = 0;  // 512 B units
+  uint32_t bytes = 0;
+  uint32_t action = 0;  // blk_io_trace.action: action | categories << 16
+  uint32_t pid = 0;
+  uint32_t dev = 0;     // major << 20 | minor
+  uint32_t cpu = 0;
+  uint16_t error = 0;
+  uint64_t cgroup = 0;
+  // From the payload, where the action has one:
+  uint32_t remap_from_dev = 0;  // A: the bio came from (remap_from_dev, remap_from_sector)
+  uint64_t remap_from_sector = 0;
+  uint32_t remap_to_dev = 0;    // A: to (remap_to_dev, sector)
+  uint64_t split_sector = 0;    // X: where the second part starts
+  std::string_view comm;        // notify process name, or the process name printed with the event
+
+  uint32_t what() const { return action & 0xff; }
+  uint32_t categories() const { return action >> 16; }
+};
+
+// Where an event came from, for error messages: a byte offset or a line.
+struct EventPlace {
+  const std::string& file;
+  uint64_t at;
+  bool is_line;
+  TraceError error(const std::string& why) const;
+};
+
+class BlockIoAssembler {
+ public:
+  BlockIoAssembler(TraceWriter& out, ImportReport& report);
+  ~BlockIoAssembler();
+
+  // Events must come in time order (ties in file order).
+  void on_event(const TraceEvent& ev, const EventPlace& place);
+  // Adds the notes on events that matched nothing to the report.
+  void finish();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace iotape::blk
