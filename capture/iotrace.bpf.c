@@ -33,6 +33,7 @@ struct start {
 	__u64 cgroup;
 	__u32 pid;
 	__u32 cpu;
+	__u32 device;
 	char comm[IOTRACE_COMM_LEN];
 };
 
@@ -81,6 +82,8 @@ static __always_inline void count_drop(void)
 		*n += 1;
 }
 
+/* tp_btf and fentry arguments are typed kernel pointers: plain loads
+ * (relocated by CO-RE) are cheaper than bpf_probe_read calls. */
 static __always_inline __u32 *device_index(struct request *rq)
 {
 	struct gendisk *disk;
@@ -89,10 +92,10 @@ static __always_inline __u32 *device_index(struct request *rq)
 	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
 		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
 	else
-		disk = BPF_CORE_READ(rq, q, disk);
+		disk = rq->q->disk;
 	if (!disk)
 		return 0;
-	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 	return bpf_map_lookup_elem(&devices, &dev);
 }
 
@@ -116,9 +119,11 @@ static __always_inline int on_submit(struct request *rq)
 {
 	struct start s = {};
 	__u64 key = (__u64)rq;
+	__u32 *dev = device_index(rq);
 
-	if (!device_index(rq))
+	if (!dev)
 		return 0;
+	s.device = *dev;
 	s.pid = bpf_get_current_pid_tgid() >> 32;
 	if (filter_pid && s.pid != filter_pid)
 		return 0;
@@ -138,9 +143,14 @@ static __always_inline int on_submit(struct request *rq)
 static __always_inline struct start *open_anonymous(struct request *rq, __u64 key)
 {
 	struct start s = {};
+	__u32 *dev;
 
-	if (filtering_submitter() || !device_index(rq))
+	if (filtering_submitter())
 		return 0;
+	dev = device_index(rq);
+	if (!dev)
+		return 0;
+	s.device = *dev;
 	if (bpf_map_update_elem(&inflight, &key, &s, BPF_NOEXIST)) {
 		count_drop();
 		return 0;
@@ -218,26 +228,25 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	__u64 key = (__u64)rq;
 	struct start *s = bpf_map_lookup_elem(&inflight, &key);
 	struct iotrace_event *e;
-	__u32 *dev, cmd_flags, left;
+	__u32 cmd_flags, left;
 
 	if (!s)
 		return 0; /* in flight before the capture started, or filtered out */
-	dev = device_index(rq);
-	left = BPF_CORE_READ(rq, __data_len);
+	left = rq->__data_len;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop();
 	} else {
-		cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+		cmd_flags = rq->cmd_flags;
 		e->queue_ns = s->queue_ns;
 		e->issue_ns = s->issue_ns;
 		e->complete_ns = bpf_ktime_get_boot_ns();
-		e->sector = BPF_CORE_READ(rq, __sector);
+		e->sector = rq->__sector;
 		e->cgroup = s->cgroup;
 		/* A partial completion reports the bytes done; the rest follows. */
 		e->bytes = nr_bytes < left ? nr_bytes : left;
 		e->pid = s->pid;
-		e->device = dev ? *dev : 0;
+		e->device = s->device;
 		e->cpu = s->cpu;
 		e->flags = flags_of(cmd_flags);
 		e->op = op_of(cmd_flags);

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "capture/issue_order.h"
 #include "tests/test_support.h"
 #include "traces/reader.h"
 
@@ -281,6 +282,40 @@ void exact_capture_test(const std::string& backend) {
 }
 
 }  // namespace
+
+TEST_CASE("IssueOrder releases completed IOs in issue order after the window", "[record]") {
+  capture::IssueOrder order(100, 1000);
+  std::vector<int64_t> out;
+  const capture::IoSink emit = [&](const Io& io) { out.push_back(io.issue_ns); };
+  auto add = [&](std::initializer_list<int64_t> issues) {
+    for (int64_t t : issues) {
+      Io io;
+      io.issue_ns = t;
+      io.comm = "x";
+      order.add(io);
+    }
+  };
+  add({50, 10, 30});  // one poll: completion order differs from issue order
+  order.release(120, emit);
+  CHECK(out == std::vector<int64_t>{10});
+  add({20, 60, 5});   // 5 and 20 completed after 10 was written: they go out late, still in order
+  order.release(170, emit);
+  CHECK(out == std::vector<int64_t>{10, 5, 20, 30, 50, 60});
+  add({300, 200});
+  order.release(0, emit, true);
+  CHECK(out == std::vector<int64_t>{10, 5, 20, 30, 50, 60, 200, 300});
+  CHECK(order.held() == 0);
+
+  capture::IssueOrder bounded(1'000'000, 2);
+  out.clear();
+  for (int64_t t : {3, 1, 2, 4}) {
+    Io io;
+    io.issue_ns = t;
+    bounded.add(io);
+  }
+  bounded.release(0, emit);  // within the window, but only 2 may be held
+  CHECK(out == std::vector<int64_t>{1, 2});
+}
 
 TEST_CASE("ebpf back end records exactly fio's IOs", "[record][ebpf]") { exact_capture_test("ebpf"); }
 
