@@ -1,8 +1,12 @@
 // libFuzzer target: arbitrary bytes as an iotape trace file. Reading must end
 // in IOs, a damage status or a TraceError; never a crash, an abort or a leak.
+// An input starting with a 0 byte is a frames input (see frames_input.h).
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstdint>
 #include <cstring>
 
+#include "fuzz/frames_input.h"
 #include "fuzz/memory_file.h"
 #include "traces/error.h"
 #include "traces/reader.h"
@@ -22,9 +26,20 @@ uint64_t consume(iotape::TraceReader& reader) {
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Strings that are not UTF-8 fail to parse, as they should; protobuf also logs each one.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static iotape::fuzz::MemoryFile file("iotape-fuzz-reader");
-  file.assign({data, size});
+  if (size > 0 && data[0] == 0) {
+    const std::string built = iotape::fuzz::file_from_frames({data + 1, size - 1});
+    file.assign({reinterpret_cast<const uint8_t*>(built.data()), built.size()});
+  } else {
+    file.assign({data, size});
+  }
   volatile uint64_t sink = 0;
   for (bool skip_damaged : {false, true}) {
     try {

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "fuzz/frames_input.h"
 #include "tests/blktrace_records.h"
 #include "traces/writer.h"
 
@@ -113,6 +115,10 @@ int main(int argc, char** argv) {
   write(dir / "vscsi" / "v2.vscsi", vscsi(2));
   write(dir / "blktrace" / "events", blktrace());
   std::filesystem::create_directories(dir / "reader");
-  trace((dir / "reader" / "trace.iot").string());
+  const auto iot = dir / "reader" / "trace.iot";
+  trace(iot.string());
+  std::ifstream in(iot, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  write(dir / "reader" / "trace.frames", std::string(1, '\0') + iotape::fuzz::frames_from_file(bytes));
   return 0;
 }
