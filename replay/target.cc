@@ -87,6 +87,12 @@ Target open_target(const std::string& path, bool writable, bool force) {
   int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   if (t.block && writable && !force) flags |= O_EXCL;
   t.fd = ::open(path.c_str(), flags | O_DIRECT);
+  // udev probes a device after a writer closes it, holding it for a moment:
+  // wait that out before calling it busy.
+  for (int i = 0; t.fd < 0 && errno == EBUSY && (flags & O_EXCL) && i < 20; ++i) {
+    ::usleep(50'000);
+    t.fd = ::open(path.c_str(), flags | O_DIRECT);
+  }
   t.direct = t.fd >= 0;
   if (t.fd < 0 && errno == EINVAL && !t.block) t.fd = ::open(path.c_str(), flags);
   if (t.fd < 0) {
