@@ -53,7 +53,6 @@ struct ReplayOptions {
   bool force = false;
   bool dry_run = false;
   bool stop_on_error = false;
-  bool progress = false;  // a live progress line on stderr
   // Only the source IOs issued in [window_start_ns, window_end_ns) after the
   // trace's first IO.
   int64_t window_start_ns = 0;

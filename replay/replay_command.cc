@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "replay/replayer.h"
@@ -28,8 +29,11 @@ void run(ReplayArgs& a) {
   auto& o = a.o;
   o.timing = a.timing == "afap" ? replay::Timing::kAfap : replay::Timing::kOriginal;
   if (a.qd != "recorded") {
-    o.qd = static_cast<uint32_t>(std::stoul(a.qd));
-    if (o.qd == 0) throw TraceError("--qd must be 'recorded' or at least 1");
+    char* end = nullptr;
+    const unsigned long qd = std::strtoul(a.qd.c_str(), &end, 10);
+    if (end == a.qd.c_str() || *end != '\0' || qd == 0 || qd > 65536)
+      throw TraceError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
+    o.qd = static_cast<uint32_t>(qd);
   }
   if (!a.max_idle.empty()) o.max_idle_ns = replay::parse_duration(a.max_idle);
   o.events = a.events == "queue" ? replay::EventTime::kQueue : replay::EventTime::kIssue;
@@ -37,7 +41,7 @@ void run(ReplayArgs& a) {
   o.fit = a.fit == "wrap" ? replay::Fit::kWrap : a.fit == "scale" ? replay::Fit::kScale : replay::Fit::kFail;
   o.data = replay::parse_data(a.data);
   if (!a.window.empty()) replay::parse_window(a.window, o);
-  o.progress = ::isatty(STDERR_FILENO);
+  const bool tty = ::isatty(STDERR_FILENO);
 
   replay::Prepared p = replay::prepare_replay(o);
   for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
@@ -52,7 +56,7 @@ void run(ReplayArgs& a) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   std::function<void(const replay::Progress&)> show;
-  if (o.progress)
+  if (tty)
     show = [](const replay::Progress& pr) {
       fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {} errors   ", pr.elapsed_ns / 1e9, pr.completed,
                  pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
@@ -60,7 +64,7 @@ void run(ReplayArgs& a) {
       std::fflush(stderr);
     };
   const replay::Outcome out = replay::run_replay(p, g_stop, show);
-  if (o.progress) fmt::print(stderr, "\n");
+  if (tty) fmt::print(stderr, "\n");
   fmt::print("{}", out.fidelity.text());
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
