@@ -42,9 +42,9 @@ if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
   N=400000
   "$GEN" "$W/afap.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
   for round in 1 2 3; do
-    "$IOTAPE" replay "$W/afap.iotape" --target "$LOOP" -o "$W/afap-result.iotape" --timing afap --qd 32 \
+    nice -n -20 "$IOTAPE" replay "$W/afap.iotape" --target "$LOOP" -o "$W/afap-result.iotape" --timing afap --qd 32 \
       | awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' >> "$W/iotape.iops"
-    fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k --iodepth=32 \
+    nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k --iodepth=32 \
       --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 --output-format=json \
       | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["iops"])' >> "$W/fio.iops"
   done
