@@ -14,6 +14,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <queue>
 #include <random>
@@ -142,6 +143,12 @@ class BlkTrace {
   const LoopDevice& dev_;
   bool mounted_ = false;
   std::string nomerges_;
+};
+
+// Runs `undo` when the scope ends, so a failed REQUIRE still unmounts and detaches.
+struct Undo {
+  std::function<void()> undo;
+  ~Undo() { undo(); }
 };
 
 char op_letter(Op op) {
@@ -383,9 +390,9 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
     REQUIRE(test::run("mkfs.ext4 -q -F " + loop.path()).exit_code == 0);
     TempDir mnt;
     REQUIRE(::mount(loop.path().c_str(), mnt.path().c_str(), "ext4", 0, nullptr) == 0);
+    const Undo unmount{[&] { ::umount(mnt.path().c_str()); }};
     const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
     const auto ro = test::run(replay_cmd(trace, loop.path(), result, "--dry-run"));
-    ::umount(mnt.path().c_str());
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("is mounted on " + mnt.path()) != std::string::npos);
@@ -400,8 +407,8 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
       WARN("SKIPPED: swapon refused a loop device: " << on.output);
       return;
     }
+    const Undo swapoff{[&] { test::run("swapoff " + loop.path()); }};
     const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
-    test::run("swapoff " + loop.path());
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("used as swap") != std::string::npos);
@@ -414,12 +421,19 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   TempDir dir, small;
   // A 32 MiB sparse file on a 1 MiB tmpfs: writes past 1 MiB of data fail.
   REQUIRE(::mount("tmpfs", small.path().c_str(), "tmpfs", 0, "size=1m") == 0);
+  // The loop device lets go of its backing file a moment after it is
+  // detached (udev may still hold it open): retry, then detach lazily.
+  const Undo unmount{[&] {
+    for (int i = 0; i < 40 && ::umount(small.path().c_str()) != 0 && errno == EBUSY; ++i) ::usleep(50'000);
+    ::umount2(small.path().c_str(), MNT_DETACH);  // EINVAL, harmless, once unmounted
+  }};
   const std::string backing = small.file("disk");
   { std::ofstream(backing).close(); }
   REQUIRE(::truncate(backing.c_str(), 32 * kMiB) == 0);
   const auto attach = test::run("losetup -f --show " + backing);
   REQUIRE(attach.exit_code == 0);
   const std::string dev = attach.output.substr(0, attach.output.find('\n'));
+  const Undo detach{[&] { test::run("losetup -d " + dev); }};
 
   std::vector<Io> ios;
   for (int i = 0; i < 64; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * 256 * 1024ull, 128 * 1024));
@@ -428,8 +442,6 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   const auto r = test::run(replay_cmd(trace, dev, result, "--allow-write --timing afap --qd 4"));
   const std::string stopped = dir.file("stopped.iotape");
   const auto s = test::run(replay_cmd(trace, dev, stopped, "--allow-write --timing afap --qd 1 --stop-on-error"));
-  test::run("losetup -d " + dev);
-  ::umount(small.path().c_str());
   INFO(r.output);
   CHECK(r.exit_code == 0);
   const auto out = read_all(result);
