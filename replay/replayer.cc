@@ -64,6 +64,9 @@ Prepared prepare_replay(const ReplayOptions& o) {
   {
     TraceReader reader(o.traces);
     p.plan = make_plan(reader, p.targets, o);
+    if (reader.status().damaged)
+      p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
+                           reader.status().message);
   }
   if (!p.plan.unfit.empty())
     throw TraceError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
@@ -159,10 +162,6 @@ v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha25
   m["replay.version"] = kVersion;
   return h;
 }
-
-}  // namespace
-
-namespace {
 
 constexpr size_t kBatch = 4096;  // IOs per hand-over between threads
 
