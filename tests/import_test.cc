@@ -360,6 +360,16 @@ TEST_CASE("vscsi: version 2 records, response times and SCSI opcodes", "[import]
   require_same(got.rows, want);
 }
 
+TEST_CASE("vscsi: a file name that is not UTF-8 still makes a readable device name", "[import][vscsi]") {
+  TempDir dir;
+  const std::string in = dir.file("vm\xff\xfe.vscsi");
+  write_file(in, vscsi_v1(0x28, 8, 4096, 5));
+  auto got = import_and_read("vscsi", {in}, dir.file("out.iot"));
+  REQUIRE(got.header.devices_size() == 1);
+  CHECK(got.header.devices(0).name() == "vm??");
+  CHECK(got.rows.size() == 1);
+}
+
 TEST_CASE("vscsi: malformed input fails with file and byte offset", "[import][vscsi][malformed]") {
   const std::string good = vscsi_v1(0x28, 100, 4096, 5);
   SECTION("empty file") { require_import_error("vscsi", "", ": byte 0:", "empty file"); }

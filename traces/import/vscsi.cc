@@ -42,6 +42,15 @@ int64_t us_to_ns(uint64_t us, const std::string& file, uint64_t at, const char* 
   return ns;
 }
 
+// The input's file name without directory and extension, as printable ASCII:
+// names in a trace must be UTF-8, and file names need not be.
+std::string device_name(const std::string& path) {
+  std::string name = file_stem(path);
+  for (char& c : name)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return name;
+}
+
 TraceError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
   return error_at_byte(file, at,
                        "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
@@ -83,7 +92,7 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
   const size_t size = version == 1 ? kV1Size : kV2Size;
 
   v1::Device d;
-  d.set_name(file_stem(in.name));
+  d.set_name(device_name(in.name));
   const uint32_t device = out.add_device(d);
   uint64_t at = 0;
   size_t got = first + read_bytes(s, rec + first, size - first);
