@@ -70,6 +70,7 @@ class EbpfBackend final : public Backend {
       throw std::runtime_error("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
     const TracepointShape io_start = tracepoint_shape(vmlinux, "block_io_start");
     const TracepointShape issue = tracepoint_shape(vmlinux, "block_rq_issue");
+    const TracepointShape merge = tracepoint_shape(vmlinux, "block_rq_merge");  // since 5.8
     btf__free(vmlinux);
 
     skel_ = iotrace_bpf__open();
@@ -83,6 +84,7 @@ class EbpfBackend final : public Backend {
     // block_io_start appeared in 6.5; before it, blk_account_io_start is the submitter's hook.
     bpf_program__set_autoload(io_start.exists ? skel_->progs.blk_account_io_start : skel_->progs.block_io_start,
                               false);
+    if (!merge.exists) bpf_program__set_autoload(skel_->progs.block_rq_merge, false);
     detail_ = io_start.exists ? "ebpf:tp_btf" : "ebpf:tp_btf+fentry";
     uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
     uint64_t pow2 = 4096;  // a ring buffer is a power-of-two number of pages

@@ -4,7 +4,8 @@
  * block_io_start (or fentry on blk_account_io_start before 6.5) runs in the
  * submitter's context: it opens an in-flight entry with pid, comm, cgroup and
  * the queue time. block_rq_issue adds the dispatch time, block_rq_complete
- * sends the record and closes the entry. Requests the kernel makes itself
+ * sends the record and closes the entry (block_rq_merge closes it for a
+ * request merged into another). Requests the kernel makes itself
  * (flushes, requeues) get their entry at insert or issue, without a pid.
  *
  * All times come from bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME keeps counting
@@ -21,7 +22,7 @@
 #define MAX_INFLIGHT 65536
 
 /* Set by the loader from the kernel's BTF before loading. */
-const volatile bool rq_is_first_arg = true; /* block_rq_{insert,issue}(rq) since 5.11, (q, rq) before */
+const volatile bool rq_is_first_arg = true; /* block_rq_{insert,issue,merge}(rq) since 5.11, (q, rq) before */
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
@@ -196,6 +197,17 @@ int block_rq_issue(u64 *ctx)
 		s = open_anonymous(rq, key);
 	if (s)
 		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
+	return 0;
+}
+
+/* A request merged into another is freed without completing: close its entry,
+ * or it would hold a slot of the table for the rest of the capture. */
+SEC("tp_btf/block_rq_merge")
+int block_rq_merge(u64 *ctx)
+{
+	__u64 key = (__u64)ctx[rq_is_first_arg ? 0 : 1];
+
+	bpf_map_delete_elem(&inflight, &key);
 	return 0;
 }
 
