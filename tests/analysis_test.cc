@@ -415,6 +415,11 @@ TEST_CASE("iotape report prints JSON, CSV and text") {
   CHECK(t.output.find("fio") != std::string::npos);
   CHECK(t.output.find("latency (us)") != std::string::npos);
   CHECK(test::run(test::iotape_binary() + " report --window 5..1 " + path).exit_code != 0);
+  // Both IOs fall in the first second: one series row, 2 IOs, 1.004096 MB.
+  REQUIRE(test::run(test::iotape_binary() + " report --series-csv " + dir.file("s.csv") + " " + path).exit_code == 0);
+  std::ifstream series(dir.file("s.csv"));
+  CHECK(std::string((std::istreambuf_iterator<char>(series)), {}) ==
+        "t_s,ios,iops,read_MBps,write_MBps,MBps\n0,2,2.000,0.004,1.000,1.004\n");
 }
 
 namespace {
