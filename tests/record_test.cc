@@ -436,6 +436,31 @@ TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebp
   CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
 }
 
+TEST_CASE("--comm keeps only the IOs of that submitter", "[record][ebpf][blktrace]") {
+  if (!require_root("record block IOs")) return;
+  for (const std::string backend : {"ebpf", "blktrace"}) {
+    INFO(backend);
+    TempDir dir;
+    LoopDevice loop(64u << 20);
+    Recording rec(backend, loop.path(), dir.file("t.iot"), dir.file("record.log"), {"--comm", "dd"});
+    REQUIRE(run("fio --name=other --filename=" + loop.path() +
+                " --direct=1 --ioengine=psync --rw=randread --bs=4k --number_ios=100 --thread")
+                .exit_code == 0);
+    REQUIRE(run("dd if=" + loop.path() + " of=/dev/null bs=8k count=10 iflag=direct").exit_code == 0);
+    REQUIRE(rec.stop(SIGINT) == 0);
+    TraceReader reader(dir.file("t.iot"));
+    uint64_t ios = 0, not_dd = 0;
+    Io io;
+    while (reader.next(io)) {
+      ++ios;
+      not_dd += io.comm != "dd" || io.length != 8192;
+    }
+    CHECK(ios == 10);
+    CHECK(not_dd == 0);
+    CHECK(reader.header().metadata().at("capture.comm") == "dd");
+  }
+}
+
 TEST_CASE("SIGKILL mid-capture leaves a trace readable up to the last flush", "[record]") {
   if (!require_root("record block IOs")) return;
   TempDir dir;
