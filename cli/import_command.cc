@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "traces/error.h"
+#include "traces/import/format_detect.h"
 #include "traces/import/importer.h"
 
 namespace iotape::cli {
@@ -15,14 +16,20 @@ struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
   int zstd_level = 9;
+  std::vector<std::string> volumes;
 };
 
 void run_import(const ImportOptions& o) {
-  const Importer* imp = find_importer(o.format);
-  if (!imp) throw TraceError("unknown import format '" + o.format + "'");
+  std::string format = o.format;
+  if (format == "auto") {
+    format = detect_file_format(o.inputs.front());
+    fmt::print(stderr, "import auto: {} looks like {}\n", o.inputs.front(), format);
+  }
+  const Importer* imp = find_importer(format);
+  if (!imp) throw TraceError("unknown import format '" + format + "'");
   v1::TraceHeader header;
   header.set_source(v1::SOURCE_IMPORT);
-  header.set_source_detail("import:" + o.format);
+  header.set_source_detail("import:" + format);
   header.set_clock(imp->clock);
   (*header.mutable_metadata())["import.inputs"] = fmt::format("{}", fmt::join(o.inputs, " "));
   WriterOptions wo;
@@ -32,12 +39,16 @@ void run_import(const ImportOptions& o) {
   ImportReport report;
   try {
     TraceWriter writer(o.output, header, wo);
-    report = imp->run(o.inputs, writer);
+    iotape::ImportOptions options;
+    options.volumes = o.volumes;
+    report = imp->run(o.inputs, writer, options);
     writer.set_metadata("import.records", std::to_string(report.records));
     writer.set_metadata("import.skipped", std::to_string(report.skipped));
+    for (const auto& [reason, n] : report.skipped_by_reason)
+      writer.set_metadata("import.skipped." + reason, std::to_string(n));
     writer.close();
     fmt::print(stderr, "imported {} IOs from {} {} records into {} ({} bytes, {:.3f} B/IO)\n", report.ios,
-               report.records, o.format, o.output, writer.stats().file_bytes,
+               report.records, format, o.output, writer.stats().file_bytes,
                report.ios ? static_cast<double>(writer.stats().file_bytes) / static_cast<double>(report.ios) : 0.0);
   } catch (...) {
     ::unlink(o.output.c_str());  // no half-made trace that looks complete
@@ -54,11 +65,14 @@ void add_import_command(CLI::App& app) {
   std::string formats;
   for (const Importer& i : importers()) formats += fmt::format("\n  {:<10} {}", i.name, i.summary);
   auto* sub = app.add_subcommand("import", "Convert a trace of another format into an iotape trace");
+  formats += fmt::format("\n  {:<10} {}", "auto", "detect the format from the first input's first bytes");
   sub->add_option("FORMAT", o->format, "Input format:" + formats)->required();
   sub->add_option("INPUT", o->inputs, "Input file(s), e.g. every PREFIX.blktrace.N of one blktrace run")
       ->required()
       ->check(CLI::ExistingFile);
   sub->add_option("-o,--output", o->output, "The iotape trace to write")->required();
+  sub->add_option("--volume", o->volumes,
+                  "Import only this volume (LUN, VolumeID, device_id, ASU, devno, fio file); repeatable");
   sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the chunks")->check(CLI::Range(1, 22));
   sub->callback([o] { run_import(*o); });
 }

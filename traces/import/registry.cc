@@ -1,18 +1,35 @@
 #include "traces/import/importer.h"
 
+#include "traces/error.h"
+#include "traces/import/alibaba.h"
+#include "traces/import/blkparse.h"
 #include "traces/import/blktrace.h"
+#include "traces/import/disksim.h"
+#include "traces/import/fio_iolog.h"
 #include "traces/import/input.h"
+#include "traces/import/iotape_csv.h"
 #include "traces/import/msr.h"
+#include "traces/import/spc.h"
+#include "traces/import/systor.h"
+#include "traces/import/tencent.h"
 #include "traces/import/vscsi.h"
 
 namespace iotape {
 
 namespace {
 
-// The registry's entry point for an importer over streams.
+// The registry's entry point for an importer over streams. These formats
+// have no volume ids to filter by (or name devices themselves).
 template <StreamImporter import>
-ImportReport import_paths(const std::vector<std::string>& paths, TraceWriter& out) {
+ImportReport import_paths(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out) {
+  if (!options.volumes.empty()) throw TraceError("this import format does not filter volumes (--volume)");
   return import_files(paths, out, import);
+}
+
+template <OptionsStreamImporter import>
+ImportReport import_paths_with(const std::vector<std::string>& paths, const ImportOptions& options,
+                               TraceWriter& out) {
+  return import_files(paths, options, out, import);
 }
 
 constexpr Importer kImporters[] = {
@@ -22,6 +39,22 @@ constexpr Importer kImporters[] = {
      v1::CLOCK_DOMAIN_REALTIME, import_paths<import_msr>},
     {"vscsi", "VMware/CloudPhysics vscsi binary records, v1 or v2", v1::CLOCK_DOMAIN_RELATIVE,
      import_paths<import_vscsi>},
+    {"blkparse", "blkparse's default text output of a blktrace run (summary and messages allowed)",
+     v1::CLOCK_DOMAIN_RELATIVE, import_paths<import_blkparse>},
+    {"fio-iolog", "fio iolog v2 or v3 (--write_iolog); every file becomes a device", v1::CLOCK_DOMAIN_RELATIVE,
+     import_paths_with<import_fio_iolog>},
+    {"systor", "SNIA SYSTOR'17 CSV: Timestamp,Response,IOType,LUN,Offset,Size (unsorted)",
+     v1::CLOCK_DOMAIN_REALTIME, import_paths_with<import_systor>},
+    {"tencent", "Tencent CBS CSV: Timestamp,Offset,Size,IOType,VolumeID (sectors; unsorted)",
+     v1::CLOCK_DOMAIN_REALTIME, import_paths_with<import_tencent>},
+    {"alibaba", "Alibaba 2020 CSV: device_id,opcode,offset,length,timestamp (us)", v1::CLOCK_DOMAIN_REALTIME,
+     import_paths_with<import_alibaba>},
+    {"spc", "SPC CSV: ASU,LBA,Size,Opcode,Timestamp (UMass Financial, WebSearch)", v1::CLOCK_DOMAIN_RELATIVE,
+     import_paths_with<import_spc>},
+    {"disksim", "DiskSim/MQSim ASCII: time_ms devno blkno blocks flags", v1::CLOCK_DOMAIN_RELATIVE,
+     import_paths_with<import_disksim>},
+    {"csv", "iotape's own CSV (iotape export csv, iotape cat --format csv)", v1::CLOCK_DOMAIN_RELATIVE,
+     import_paths_with<import_iotape_csv>},
 };
 }  // namespace
 

@@ -9,6 +9,13 @@ std::string quote_field(std::string_view field) {
   return "'" + std::string(field.substr(0, 40)) + (field.size() > 40 ? "...'" : "'");
 }
 
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
+}
+
 std::string_view trim_field(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -63,6 +70,15 @@ void FieldParser::fail(const std::string& why) const { throw error_at_line(file_
 uint64_t FieldParser::number(std::string_view field, const char* what) const {
   if (!field.empty() && field.front() == '-') fail(std::string(what) + " is negative: " + quote_field(field));
   uint64_t v = 0;
+  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec == std::errc::result_out_of_range) fail(std::string(what) + " out of range: " + quote_field(field));
+  if (ec != std::errc() || end != field.data() + field.size() || field.empty())
+    fail(std::string(what) + " is not a number: " + quote_field(field));
+  return v;
+}
+
+int64_t FieldParser::signed_number(std::string_view field, const char* what) const {
+  int64_t v = 0;
   auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
   if (ec == std::errc::result_out_of_range) fail(std::string(what) + " out of range: " + quote_field(field));
   if (ec != std::errc() || end != field.data() + field.size() || field.empty())

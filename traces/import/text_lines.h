@@ -17,6 +17,10 @@ namespace iotape {
 // A field for an error message, cut short: the line may be binary junk.
 std::string quote_field(std::string_view field);
 
+// `s` with every byte that is not printable ASCII replaced by '?': names
+// stored in a trace must be UTF-8, and input bytes need not be.
+std::string printable(std::string_view s);
+
 // Without leading and trailing blanks (and the CR of CRLF line ends).
 std::string_view trim_field(std::string_view s);
 
@@ -52,6 +56,8 @@ class FieldParser {
 
   // A decimal unsigned integer, nothing else in the field.
   uint64_t number(std::string_view field, const char* what) const;
+  // The same with an optional leading '-'.
+  int64_t signed_number(std::string_view field, const char* what) const;
   // A non-negative decimal like "1450535590.151316" (or "1.5e-05") in units
   // of `unit_ns` nanoseconds (1e9 for seconds), to the nanosecond, truncated.
   int64_t decimal_ns(std::string_view field, int64_t unit_ns, const char* what) const;

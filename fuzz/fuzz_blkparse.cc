@@ -1,0 +1,7 @@
+// libFuzzer target: arbitrary bytes as blkparse text input.
+#include "fuzz/import_fuzz.h"
+#include "traces/import/blkparse.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return iotape::fuzz::import_bytes(iotape::import_blkparse, {data, size});
+}
