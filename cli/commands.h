@@ -19,5 +19,8 @@ void add_record_command(CLI::App& app);   // capture/
 void add_report_command(CLI::App& app);   // analysis/
 void add_compare_command(CLI::App& app);  // analysis/
 void add_replay_command(CLI::App& app);   // replay/
+void add_synth_command(CLI::App& app);    // workloads/
+void add_cut_command(CLI::App& app);      // workloads/
+void add_bench_command(CLI::App& app);    // workloads/
 
 }  // namespace iotape::cli

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   iotape::cli::add_report_command(app);
   iotape::cli::add_compare_command(app);
   iotape::cli::add_replay_command(app);
+  iotape::cli::add_synth_command(app);
+  iotape::cli::add_cut_command(app);
+  iotape::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,313 @@
+// Tests of the workloads module: synthesized traces against the published
+// statistics they reproduce, cuts against an independent in-memory
+// computation, drive-state tests end to end on loop devices.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+#include "analysis/report.h"
+#include "tests/test_support.h"
+#include "traces/reader.h"
+#include "traces/summary.h"
+
+using namespace iotape;
+using iotape::test::run;
+using iotape::test::TempDir;
+
+namespace {
+
+std::string iotape_cmd(const std::string& args) { return iotape::test::iotape_binary() + " " + args; }
+
+void must_run(const std::string& args) {
+  const auto r = run(iotape_cmd(args));
+  INFO(args << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+analysis::Report analyse_file(const std::string& path) {
+  TraceReader reader(path);
+  return analysis::analyse(reader);
+}
+
+double pct(uint64_t part, uint64_t whole) { return 100.0 * static_cast<double>(part) / static_cast<double>(whole); }
+
+// AnandTech Storage Bench 2011 figures (REFERENCE §6).
+struct Published {
+  const char* profile;
+  uint64_t reads, writes;
+  std::array<double, 7> sizes;  // <4K, 4K, 8K, 16K, 32K, 64K, 128K (%)
+  double sequential;            // %
+  double qd1;                   // %
+  std::optional<std::array<double, 8>> qd;  // all QD buckets, when published
+  std::optional<double> mean_qd;
+};
+
+const Published kHeavy{"storage-heavy", 2'168'893, 1'783'447, {7.8, 29.2, 3.5, 10.3, 10.8, 4.1, 21.7},
+                       43, 59, std::nullopt, 4.6};
+const Published kLight{"storage-light", 372'630, 459'709, {6.2, 27.6, 2.4, 8.0, 6.5, 4.8, 26.4},
+                       70, 73.4, std::array<double, 8>{73.4, 16.8, 2.6, 2.3, 3.1, 1.5, 0.2, 0.2}, std::nullopt};
+
+}  // namespace
+
+TEST_CASE("synth storage-heavy and storage-light match the published statistics", "[synth]") {
+  TempDir dir;
+  for (const Published& pub : {kHeavy, kLight}) {
+    SECTION(pub.profile) {
+      const std::string out = dir.file(std::string(pub.profile) + ".iot");
+      must_run(fmt::format("synth {} -o {} --ios 400000", pub.profile, out));
+      const auto r = analyse_file(out);
+      REQUIRE(r.ios == 400000);
+      const uint64_t data = r.op(Op::kRead).ios + r.op(Op::kWrite).ios;
+      CHECK(std::abs(pct(r.op(Op::kRead).ios, data) - pct(pub.reads, pub.reads + pub.writes)) <= 1.0);
+      for (size_t b = 0; b < pub.sizes.size(); ++b) {
+        INFO("size bucket " << analysis::SizeMix::kBucketNames[b]);
+        CHECK(std::abs(pct(r.sizes.buckets()[b], r.sizes.ios()) - pub.sizes[b]) <= 1.0);
+      }
+      CHECK(std::abs(pct(r.sequential.sequential(), r.sequential.ios()) - pub.sequential) <= 2.0);
+      CHECK(std::abs(pct(r.queue_depth.buckets()[0], r.queue_depth.ios()) - pub.qd1) <= 2.0);
+      if (pub.qd)
+        for (size_t b = 0; b < 8; ++b) {
+          INFO("QD bucket " << analysis::QueueDepth::kBucketNames[b]);
+          CHECK(std::abs(pct(r.queue_depth.buckets()[b], r.queue_depth.ios()) - (*pub.qd)[b]) <= 2.0);
+        }
+      if (pub.mean_qd) CHECK(std::abs(r.queue_depth.mean() - *pub.mean_qd) <= 0.2);
+    }
+  }
+}
+
+TEST_CASE("synth: the same seed gives a byte-identical file, another seed another file", "[synth]") {
+  TempDir dir;
+  for (const char* profile : {"storage-light", "database", "zones"}) {
+    const std::string a = dir.file("a.iot"), b = dir.file("b.iot"), c = dir.file("c.iot");
+    must_run(fmt::format("synth {} -o {} --seed 7 --ios 50000", profile, a));
+    must_run(fmt::format("synth {} -o {} --seed 7 --ios 50000", profile, b));
+    must_run(fmt::format("synth {} -o {} --seed 8 --ios 50000", profile, c));
+    INFO(profile);
+    CHECK(run(fmt::format("cmp {} {}", a, b)).exit_code == 0);
+    CHECK(run(fmt::format("cmp -s {} {}", a, c)).exit_code != 0);
+  }
+}
+
+TEST_CASE("synth: fixed-depth patterns keep their queue depth and read share per phase", "[synth]") {
+  TempDir dir;
+  const std::string out = dir.file("qd32.iot");
+  must_run(fmt::format("synth rand-4k-qd32 -o {} --duration 10s --span 1GiB", out));
+  const auto r = analyse_file(out);
+  // Each phase ramps up once (31 IOs below depth 32); every other IO sees 32.
+  CHECK(r.queue_depth.buckets()[6] >= r.ios - 2 * 31);
+  CHECK(r.queue_depth.max() == 32);
+  CHECK(r.sizes.buckets()[1] == r.ios);  // all 4 KiB
+  CHECK(std::abs(pct(r.op(Op::kRead).ios, r.ios) - 50) <= 1.0);  // two phases of equal time
+  CHECK(r.sequential.sequential() < r.ios / 100);
+  CHECK(r.duration_ns() >= 10'000'000'000);
+  CHECK(r.duration_ns() < 10'001'000'000);
+}
+
+TEST_CASE("synth: a profile file in the documented format", "[synth]") {
+  TempDir dir;
+  const std::string profile = dir.file("mine.json");
+  std::ofstream(profile) << R"({
+    // comments are allowed
+    "name": "mine", "span": "1GiB", "ios": 20000,
+    "sizes": {"64K": 50, "16K": 50}, "read": 25, "sequential": 100, "qd": {"2": 100}, "qd_run": 4,
+    "phases": [{"name": "first"}, {"name": "second", "weight": 3, "read": 75}]
+  })";
+  const std::string out = dir.file("mine.iot");
+  must_run(fmt::format("synth {} -o {}", profile, out));
+  const auto r = analyse_file(out);
+  CHECK(r.ios == 20000);
+  // 5000 IOs at 25% reads, then 15000 at 75%.
+  CHECK(std::abs(static_cast<double>(r.op(Op::kRead).ios) - (1250 + 11250)) < 300);
+  // Segments of depth 2 with 4 IOs at depth 2: one IO in five sees depth 1.
+  CHECK(std::abs(pct(r.queue_depth.buckets()[0], r.ios) - 20) <= 1.0);
+  CHECK(pct(r.sequential.sequential(), r.sequential.ios()) > 95);
+
+  std::ofstream(dir.file("bad.json")) << R"({"span": "1GiB", "ios": 10, "sizes": {"4K": 100}, "qd": 1, "reed": 5})";
+  const auto bad = run(iotape_cmd(fmt::format("synth {} -o {}", dir.file("bad.json"), dir.file("x.iot"))));
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("unknown key \"reed\"") != std::string::npos);
+}
+
+namespace {
+
+struct Interval {
+  int64_t start, end;
+};
+
+struct WindowTruth {
+  int64_t busy = 0;
+  uint64_t bytes = 0, ios = 0;
+  double score = 0;
+};
+
+// Every `length` window from the first issue, from all IOs held in memory:
+// busy time is the union of the IO intervals clipped to the window; the score
+// is as documented (busy time, or IOs without completions, and bytes, each
+// relative to the highest window's).
+std::vector<WindowTruth> windows_of(const std::string& trace, int64_t length) {
+  TraceReader reader(trace);
+  std::vector<Interval> all;
+  std::vector<uint64_t> bytes;
+  bool timed = false;
+  Io io;
+  while (reader.next(io)) {
+    timed |= io.has_complete();
+    all.push_back({io.issue_ns, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns});
+    bytes.push_back(io.length);
+  }
+  const int64_t origin = all.front().start;
+  int64_t last = 0;
+  for (const auto& i : all) last = std::max(last, i.end - origin);
+  std::vector<WindowTruth> w(static_cast<size_t>(last / length) + 1);
+  for (size_t k = 0; k < all.size(); ++k) {
+    auto& t = w[static_cast<size_t>((all[k].start - origin) / length)];
+    t.bytes += bytes[k];
+    ++t.ios;
+  }
+  for (size_t k = 0; k < w.size(); ++k) {
+    const int64_t lo = origin + static_cast<int64_t>(k) * length, hi = lo + length;
+    std::vector<Interval> clipped;
+    for (const auto& i : all)
+      if (i.end > lo && i.start < hi) clipped.push_back({std::max(i.start, lo), std::min(i.end, hi)});
+    std::sort(clipped.begin(), clipped.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    int64_t reach = INT64_MIN;
+    for (const auto& c : clipped) {
+      if (c.end <= reach) continue;
+      w[k].busy += c.end - std::max(c.start, reach);
+      reach = c.end;
+    }
+  }
+  double max_load = 1, max_bytes = 1;
+  auto load = [&](const WindowTruth& t) { return timed ? static_cast<double>(t.busy) : static_cast<double>(t.ios); };
+  for (const auto& t : w) max_load = std::max(max_load, load(t)), max_bytes = std::max(max_bytes, double(t.bytes));
+  for (auto& t : w) t.score = (load(t) / max_load + static_cast<double>(t.bytes) / max_bytes) / 2;
+  return w;
+}
+
+std::string cloudphysics_trace(const TempDir& dir) {
+  const auto sample = iotape::test::real_trace("cloudphysics-sample.vscsi");
+  if (!sample) return "";
+  const std::string trace = dir.file("cloudphysics.iot");
+  must_run(fmt::format("import vscsi {} -o {}", *sample, trace));
+  return trace;
+}
+
+nlohmann::json chosen_windows(const std::string& cut) {
+  return nlohmann::json::parse(TraceReader(cut).header().metadata().at("cut.windows"));
+}
+
+size_t window_index(const nlohmann::json& chosen, double length_s) {
+  return static_cast<size_t>(std::llround(chosen["start_s"].get<double>() / length_s));
+}
+
+// Window indexes of the n highest scores.
+std::vector<size_t> top(const std::vector<WindowTruth>& w, size_t n) {
+  std::vector<size_t> order(w.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return w[a].score > w[b].score; });
+  order.resize(n);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("cut --heavy on the cloudphysics sample takes the windows with the most IO", "[cut]") {
+  TempDir dir;
+  const std::string trace = cloudphysics_trace(dir);
+  if (trace.empty()) return;
+  // vscsi v1 records no completion times: the score is IOs and bytes.
+  const auto truth = windows_of(trace, 60'000'000'000);
+  REQUIRE(truth.size() >= 100);  // 2 h in minutes
+
+  const std::string out = dir.file("heavy.iot");
+  must_run(fmt::format("cut {} -o {} --heavy --length 60s --count 3 --max-idle 25ms", trace, out));
+  const auto chosen = chosen_windows(out);
+  REQUIRE(chosen.size() == 3);
+  std::vector<size_t> got;
+  for (const auto& c : chosen) {
+    const size_t w = window_index(c, 60);
+    got.push_back(w);
+    CHECK(c["ios"].get<uint64_t>() == truth[w].ios);
+    CHECK(c["bytes"].get<uint64_t>() == truth[w].bytes);
+  }
+  CHECK(got == top(truth, 3));
+  // The window with the most bytes is among them.
+  const auto most_bytes = static_cast<size_t>(
+      std::max_element(truth.begin(), truth.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; }) - truth.begin());
+  CHECK(std::find(got.begin(), got.end(), most_bytes) != got.end());
+
+  // The cut holds exactly the IOs of those windows, in order, with no idle gap over 25 ms.
+  uint64_t expected = 0;
+  for (size_t w : got) expected += truth[w].ios;
+  TraceReader cut_reader(out);
+  Io io;
+  uint64_t n = 0;
+  int64_t prev = INT64_MIN, done = INT64_MIN;
+  while (cut_reader.next(io)) {
+    ++n;
+    CHECK(io.issue_ns >= prev);
+    if (done != INT64_MIN) CHECK(io.issue_ns - done <= 25'000'000);
+    prev = io.issue_ns;
+    done = std::max(done, io.has_complete() ? io.complete_ns : io.issue_ns);
+  }
+  CHECK(n == expected);
+}
+
+TEST_CASE("cut --heavy on a trace with completions ranks windows by busy time and bytes", "[cut]") {
+  TempDir dir;
+  const std::string trace = dir.file("heavy-synth.iot");
+  must_run(fmt::format("synth storage-heavy -o {} --ios 150000", trace));
+  const int64_t length = 2'000'000'000;
+  const auto truth = windows_of(trace, length);
+  REQUIRE(truth.size() >= 10);
+  const std::string out = dir.file("cut.iot");
+  must_run(fmt::format("cut {} -o {} --heavy --length 2s --count 2", trace, out));
+  const auto chosen = chosen_windows(out);
+  REQUIRE(chosen.size() == 2);
+  std::vector<size_t> got;
+  for (const auto& c : chosen) {
+    const size_t w = window_index(c, 2);
+    got.push_back(w);
+    CHECK(std::abs(c["busy_s"].get<double>() * 1e9 - static_cast<double>(truth[w].busy)) < 1e3);
+  }
+  CHECK(got == top(truth, 2));
+}
+
+TEST_CASE("cut --light takes active windows near the median, --window exact ranges", "[cut]") {
+  TempDir dir;
+  const std::string trace = cloudphysics_trace(dir);
+  if (trace.empty()) return;
+  const auto truth = windows_of(trace, 60'000'000'000);
+  std::vector<double> active;
+  for (const auto& t : truth)
+    if (t.ios > 0) active.push_back(t.score);
+  std::sort(active.begin(), active.end());
+
+  const std::string light = dir.file("light.iot");
+  must_run(fmt::format("cut {} -o {} --light --length 60s --count 2", trace, light));
+  const auto chosen = chosen_windows(light);
+  REQUIRE(chosen.size() == 2);
+  for (const auto& c : chosen) {
+    const auto& t = truth[window_index(c, 60)];
+    CHECK(t.ios > 0);
+    // In the middle of the active windows, not the busiest or idlest quarter.
+    CHECK(t.score >= active[active.size() / 4]);
+    CHECK(t.score <= active[active.size() * 3 / 4]);
+  }
+
+  const std::string win = dir.file("window.iot");
+  must_run(fmt::format("cut {} -o {} --window 1200..1800 --window 0..60 --max-idle 10s", trace, win));
+  uint64_t expected = truth[0].ios;
+  for (size_t k = 20; k < 30; ++k) expected += truth[k].ios;
+  TraceReader cut_reader(win);
+  CHECK(summarize(cut_reader).ios == expected);
+}

@@ -1,0 +1,386 @@
+#include "workloads/bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+
+#include "analysis/report.h"
+#include "replay/engine.h"
+#include "replay/replayer.h"
+#include "replay/target.h"
+#include "traces/error.h"
+#include "traces/writer.h"
+#include "workloads/profile.h"
+#include "workloads/rng.h"
+#include "workloads/synth.h"
+
+namespace iotape::workloads {
+namespace {
+
+using nlohmann::ordered_json;
+constexpr uint64_t kFillBlock = 128 * 1024;
+constexpr uint64_t kRandomBlock = 4096;
+constexpr int64_t kSecond = 1'000'000'000;
+
+// The result trace of one measured phase: every IO, times from the phase start.
+class PhaseTrace {
+ public:
+  PhaseTrace(const std::string& path, const replay::Target& t, const std::string& test, const std::string& phase)
+      : path_(path), writer_(path, header(t, test, phase), writer_options()), start_(replay::monotonic_ns()) {}
+  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t result) {
+    Io out;
+    out.issue_ns = issue - start_;
+    out.complete_ns = complete - start_;
+    out.offset = io.offset;
+    out.length = io.length;
+    out.op = io.op;
+    out.status = result < 0 ? result : 0;
+    out.source_index = static_cast<int64_t>(next_index_++);
+    writer_.append(out);
+  }
+  int64_t start() const { return start_; }
+  const std::string& path() const { return path_; }
+  void close() { writer_.close(); }
+
+ private:
+  static WriterOptions writer_options() {
+    WriterOptions o;
+    o.reorder_window_ns = 10 * kSecond;  // IOs arrive in completion order
+    return o;
+  }
+  static v1::TraceHeader header(const replay::Target& t, const std::string& test, const std::string& phase) {
+    v1::TraceHeader h;
+    h.set_source(v1::SOURCE_REPLAY);
+    h.set_source_detail("bench:" + test + ":" + phase);
+    h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
+    *h.add_devices() = t.to_device();
+    auto& m = *h.mutable_metadata();
+    m["workload"] = test;
+    m["target"] = t.name + " " + phase;
+    m["bench.test"] = test;
+    m["bench.phase"] = phase;
+    return h;
+  }
+  std::string path_;
+  TraceWriter writer_;
+  int64_t start_;
+  uint64_t next_index_ = 0;
+};
+
+struct PhaseStats {
+  uint64_t ios = 0;
+  uint64_t bytes = 0;
+  int64_t duration_ns = 0;
+  std::vector<uint64_t> ios_per_second;  // completions in each full second of the phase
+  double MBps() const { return duration_ns ? bytes * 1e3 / duration_ns : 0; }
+  double iops() const { return duration_ns ? ios * 1e9 / duration_ns : 0; }
+};
+
+using NextIo = std::function<bool(replay::ReplayIo&)>;
+
+// Keeps `qd` IOs from `next` in flight until it has no more or `max_ns` passed.
+PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
+                           const NextIo& next, int64_t max_ns, PhaseTrace* trace) {
+  replay::UringEngine engine(targets, max_length, qd, replay::DataPattern{});
+  struct Slot {
+    replay::ReplayIo io;
+    int64_t issue = 0;
+  };
+  std::vector<Slot> slots(qd);
+  std::vector<uint64_t> free_slots;
+  for (uint64_t i = qd; i-- > 0;) free_slots.push_back(i);
+  std::vector<replay::UringEngine::Completion> done;
+  PhaseStats s;
+  const int64_t start = replay::monotonic_ns(), deadline = start + max_ns;
+  std::vector<uint64_t> per_second;
+  bool more = true;
+  uint64_t failed = 0;
+  int32_t first_error = 0;
+  while (true) {
+    const int64_t now = replay::monotonic_ns();
+    while (more && !free_slots.empty() && now < deadline) {
+      const uint64_t tag = free_slots.back();
+      if (!(more = next(slots[tag].io))) break;
+      free_slots.pop_back();
+      slots[tag].issue = now;
+      engine.prepare(slots[tag].io, tag);
+    }
+    engine.submit();
+    if (free_slots.size() == qd) break;
+    engine.wait(now + kSecond / 10);
+    done.clear();
+    engine.reap(done);
+    const int64_t at = replay::monotonic_ns();
+    for (const auto& c : done) {
+      const Slot& slot = slots[c.tag];
+      if (c.result < 0 && failed++ == 0) first_error = c.result;
+      if (trace) trace->add(slot.io, slot.issue, at, c.result);
+      ++s.ios;
+      s.bytes += slot.io.length;
+      const auto second = static_cast<size_t>((at - start) / kSecond);
+      if (per_second.size() <= second) per_second.resize(second + 1, 0);
+      ++per_second[second];
+      free_slots.push_back(c.tag);
+    }
+  }
+  s.duration_ns = replay::monotonic_ns() - start;
+  if (failed)
+    throw TraceError(fmt::format("{}: {} of {} IOs failed, the first with: {}", targets[0].path, failed, s.ios,
+                                 std::strerror(-first_error)));
+  per_second.resize(std::min<size_t>(per_second.size(), static_cast<size_t>(s.duration_ns / kSecond)));
+  s.ios_per_second = std::move(per_second);
+  return s;
+}
+
+NextIo sequential_writes(uint64_t span, uint64_t block, uint32_t passes) {
+  auto at = std::make_shared<uint64_t>(0);
+  const uint64_t total = span / block * block * passes;
+  return [=](replay::ReplayIo& io) {
+    if (*at >= total) return false;
+    io = {};
+    io.op = Op::kWrite;
+    io.offset = *at % (span / block * block);
+    io.length = block;
+    *at += block;
+    return true;
+  };
+}
+
+NextIo random_writes(uint64_t span, uint64_t seed) {
+  auto rng = std::make_shared<Rng>(seed);
+  return [=](replay::ReplayIo& io) {
+    io = {};
+    io.op = Op::kWrite;
+    io.offset = rng->below(span / kRandomBlock) * kRandomBlock;
+    io.length = kRandomBlock;
+    return true;
+  };
+}
+
+class Bench {
+ public:
+  explicit Bench(const BenchOptions& o) : o_(o) {
+    if (!o.allow_write) throw TraceError(o.target + ": bench tests write the whole target: give --allow-write");
+    std::filesystem::create_directories(o.out_dir);
+  }
+
+  ordered_json precondition() {
+    ordered_json s = start("precondition");
+    s["fill"] = fill();
+    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random");
+    std::vector<double> rounds;
+    SteadyState steady;
+    const int64_t begin = replay::monotonic_ns();
+    auto writes = random_writes(span_, o_.seed);
+    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns) {
+      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace).iops());
+      if (rounds.size() >= kSteadyRounds)
+        steady = steady_state(std::span<const double>(rounds).last(kSteadyRounds));
+    }
+    trace.close();
+    s["random"] = {{"trace", trace.path()}, {"round_s", o_.round_ns / 1e9}, {"iops_per_round", rounds}};
+    s["steady_state"] = {{"reached", steady.reached},
+                         {"rounds", rounds.size()},
+                         {"mean_iops", steady.mean},
+                         {"range_iops", steady.range},
+                         {"excursion_iops", steady.excursion}};
+    return finish(s);
+  }
+
+  ordered_json consistency() {
+    ordered_json s = start("consistency");
+    s["fill"] = fill();
+    const uint64_t span = static_cast<uint64_t>(span_ * o_.span_pct / 100) / kRandomBlock * kRandomBlock;
+    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random");
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace);
+    trace.close();
+    const auto& iops = r.ios_per_second;
+    const int64_t window = o_.window_ns ? o_.window_ns : std::max<int64_t>(kSecond, o_.duration_ns / 5);
+    const size_t n = std::min(iops.size(), static_cast<size_t>(window / kSecond));
+    double mean = 0, var = 0;
+    for (size_t i = iops.size() - n; i < iops.size(); ++i) mean += static_cast<double>(iops[i]) / n;
+    for (size_t i = iops.size() - n; i < iops.size(); ++i) var += std::pow(iops[i] - mean, 2) / n;
+    const double stddev = std::sqrt(var);
+    s["random"] = {{"trace", trace.path()},       {"span_bytes", span},      {"span_pct", o_.span_pct},
+                   {"qd", o_.qd},                 {"duration_s", r.duration_ns / 1e9}, {"ios", r.ios},
+                   {"iops_per_second", iops}};
+    s["steady_window"] = {{"seconds", n},
+                          {"mean_iops", mean},
+                          {"stddev_iops", stddev},
+                          {"mean_over_stddev", stddev > 0 ? mean / stddev : 0.0}};
+    return finish(s);
+  }
+
+  ordered_json trim() {
+    ordered_json s = start("trim");
+    ordered_json phases = ordered_json::array();
+    discard_all();
+    phases.push_back(sequential_phase("clean"));
+    PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying");
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace);
+    trace.close();
+    s["dirtying"] = {{"trace", trace.path()}, {"duration_s", r.duration_ns / 1e9}, {"iops", r.iops()}};
+    phases.push_back(sequential_phase("dirty"));
+    discard_all();
+    phases.push_back(sequential_phase("trimmed"));
+    s["phases"] = phases;
+    return finish(s);
+  }
+
+  ordered_json fresh_vs_used() {
+    ordered_json s = start("fresh-vs-used");
+    const std::string workload = workload_trace();
+    s["workload"] = workload;
+    discard_all();
+    s["fresh"] = replay_workload(workload, "fresh");
+    s["fill"] = fill();
+    s["used"] = replay_workload(workload, "used");
+    return finish(s);
+  }
+
+ private:
+  ordered_json start(const std::string& test) {
+    test_ = test;
+    open();
+    ordered_json s;
+    s["test"] = test;
+    s["target"] = o_.target;
+    s["target_bytes"] = target().size;
+    s["block_device"] = target().block;
+    return s;
+  }
+
+  ordered_json finish(ordered_json s) {
+    std::ofstream f(o_.out_dir + "/summary.json");
+    f << s.dump(2) << "\n";
+    if (!f) throw TraceError(o_.out_dir + "/summary.json: cannot write");
+    return s;
+  }
+
+  void open() {
+    targets_.clear();
+    targets_.push_back(replay::open_target(o_.target, true, o_.force));
+    const auto problems = replay::safety_problems(targets_[0]);
+    if (!problems.empty() && !o_.force)
+      throw TraceError(o_.target + ": refusing to write: " + problems.front() + " (--force overrides)");
+    span_ = targets_[0].size / kFillBlock * kFillBlock;
+    if (span_ == 0) throw TraceError(o_.target + ": smaller than one 128 KiB block");
+  }
+  const replay::Target& target() const { return targets_.at(0); }
+
+  ordered_json fill() {
+    PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill");
+    const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, o_.fill_passes),
+                                   INT64_MAX / 2, &trace);
+    trace.close();
+    return {{"trace", trace.path()},     {"passes", o_.fill_passes}, {"bytes_written", r.bytes},
+            {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
+  }
+
+  ordered_json sequential_phase(const std::string& name) {
+    PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name);
+    const auto r =
+        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace);
+    trace.close();
+    return {{"name", name}, {"trace", trace.path()}, {"bytes_written", r.bytes}, {"duration_s", r.duration_ns / 1e9},
+            {"MBps", r.MBps()}};
+  }
+
+  void discard_all() {
+    bool issued = false;
+    run_closed_loop(targets_, 1, 0,
+                    [&](replay::ReplayIo& io) {
+                      if (issued) return false;
+                      io = {};
+                      io.op = Op::kDiscard;
+                      io.length = span_;
+                      return issued = true;
+                    },
+                    INT64_MAX / 2, nullptr);
+  }
+
+  std::string workload_trace() {
+    if (std::filesystem::is_regular_file(o_.workload)) return o_.workload;
+    const std::string path = o_.out_dir + "/workload.iot";
+    SynthOptions so;
+    so.seed = o_.seed;
+    so.span = span_;
+    so.ios = o_.workload_ios;
+    synthesize(load_profile(o_.workload), so, path);
+    return path;
+  }
+
+  // The replay opens the target itself (exclusively), so ours is closed meanwhile.
+  ordered_json replay_workload(const std::string& workload, const std::string& state) {
+    targets_.clear();
+    replay::ReplayOptions ro;
+    ro.traces = {workload};
+    ro.targets = {o_.target};
+    ro.result = o_.out_dir + "/" + state + ".iot";
+    ro.timing = replay::Timing::kAfap;
+    ro.fit = replay::Fit::kWrap;
+    ro.allow_write = true;
+    ro.force = o_.force;
+    replay::Outcome outcome;
+    {
+      auto prepared = replay::prepare_replay(ro);
+      std::atomic<bool> stop{false};
+      outcome = replay::run_replay(prepared, stop);
+    }
+    open();
+    TraceReader reader(ro.result);
+    const auto rep = analysis::analyse(reader);
+    const auto lat = rep.data_latency();
+    const uint64_t bytes = rep.op(Op::kRead).bytes + rep.op(Op::kWrite).bytes;
+    return {{"trace", ro.result},
+            {"ios", outcome.ios},
+            {"errors", outcome.errors},
+            {"busy_s", rep.busy_ns / 1e9},
+            {"MBps", analysis::data_rate_MBps(bytes, rep.busy_ns)},
+            {"mean_latency_us", lat.mean() / 1e3},
+            {"p99_latency_us", lat.percentile(99) / 1e3}};
+  }
+
+  const BenchOptions& o_;
+  std::string test_;
+  std::vector<replay::Target> targets_;
+  uint64_t span_ = 0;
+};
+
+}  // namespace
+
+SteadyState steady_state(std::span<const double> w) {
+  SteadyState s;
+  if (w.size() < 2) return s;
+  const double n = static_cast<double>(w.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double x = static_cast<double>(i);
+    sx += x, sy += w[i], sxx += x * x, sxy += x * w[i];
+  }
+  s.mean = sy / n;
+  const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+  s.range = *hi - *lo;
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  s.excursion = std::abs(slope) * (n - 1);
+  s.reached = s.mean > 0 && s.range <= 0.2 * s.mean && s.excursion <= 0.1 * s.mean;
+  return s;
+}
+
+nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& o) {
+  Bench b(o);
+  if (test == "precondition") return b.precondition();
+  if (test == "consistency") return b.consistency();
+  if (test == "trim") return b.trim();
+  if (test == "fresh-vs-used") return b.fresh_vs_used();
+  throw TraceError("unknown bench test '" + test + "' (precondition, consistency, trim, fresh-vs-used)");
+}
+
+}  // namespace iotape::workloads

@@ -1,0 +1,48 @@
+// `iotape bench`: drive-state tests on a block device or file, on the replay
+// module's io_uring engine and under its safety rules (nothing is written
+// without allow_write; a mounted or in-use device is refused unless force).
+//
+// Every test writes one result trace per measured phase into the output
+// directory (issue and completion of every IO, times from the phase start, in
+// the format `iotape report` and `iotape compare` read) and returns a JSON
+// summary, also written there as summary.json.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace iotape::workloads {
+
+struct BenchOptions {
+  std::string target;
+  std::string out_dir;
+  bool allow_write = false;
+  bool force = false;
+  uint32_t fill_passes = 1;             // sequential 128 KiB fills: 1 or 2 x capacity
+  int64_t duration_ns = 60'000'000'000; // random-write time (consistency, trim); the limit for precondition
+  int64_t round_ns = 1'000'000'000;     // precondition: one steady-state round
+  int64_t window_ns = 0;                // consistency: final window; 0 = the last fifth of the run
+  double span_pct = 100;                // consistency: share of the LBA range written (over-provisioning)
+  uint32_t qd = 32;
+  uint64_t seed = 1;
+  std::string workload = "storage-light";  // fresh-vs-used: a profile (synthesized to fit) or a trace
+  uint64_t workload_ios = 100000;          // fresh-vs-used, when a profile
+};
+
+// SNIA PTS steady state over the last `kSteadyRounds` values: max - min <= 20%
+// of their mean, and the least-squares line's excursion across the window
+// (slope x (rounds - 1)) <= 10% of the mean.
+inline constexpr size_t kSteadyRounds = 5;
+struct SteadyState {
+  bool reached = false;
+  double mean = 0, range = 0, excursion = 0;
+};
+SteadyState steady_state(std::span<const double> window);
+
+// "precondition", "consistency", "trim", "fresh-vs-used". Throws TraceError.
+nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& options);
+
+}  // namespace iotape::workloads

@@ -1,0 +1,220 @@
+#include "workloads/cut.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/accumulators.h"
+#include "traces/error.h"
+#include "traces/writer.h"
+
+namespace iotape::workloads {
+namespace {
+
+bool selected(const Io& io, const IoFilter& f, const v1::TraceHeader& h) {
+  if (f.pid && io.pid != *f.pid) return false;
+  if (f.comm && io.comm != *f.comm) return false;
+  if (f.device) {
+    if (io.device >= static_cast<uint32_t>(h.devices_size())) return false;
+    const auto& d = h.devices(static_cast<int>(io.device));
+    if (d.major() != f.device->major || d.minor() != f.device->minor) return false;
+  }
+  return true;
+}
+
+int64_t end_of(const Io& io) { return io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns; }
+
+std::vector<ChosenWindow> in_time_order(std::vector<ChosenWindow> chosen) {
+  std::sort(chosen.begin(), chosen.end(),
+            [](const ChosenWindow& a, const ChosenWindow& b) { return a.activity.start_ns < b.activity.start_ns; });
+  return chosen;
+}
+
+nlohmann::ordered_json to_json(const std::vector<ChosenWindow>& chosen) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& c : chosen)
+    out.push_back({{"start_s", c.activity.start_ns / 1e9},
+                   {"end_s", c.activity.end_ns / 1e9},
+                   {"busy_s", c.activity.busy_ns / 1e9},
+                   {"bytes", c.activity.bytes},
+                   {"ios", c.activity.ios},
+                   {"why", c.why}});
+  return out;
+}
+
+}  // namespace
+
+Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns) {
+  if (length_ns <= 0) throw TraceError("the window length must be positive");
+  Activity result;
+  std::vector<WindowActivity>& windows = result.windows;
+  // Busy time of the windows an interval still reaches into; a window closes
+  // once an IO is issued after its end, since no later IO can start in it.
+  std::map<size_t, analysis::BusyTime> open;
+  int64_t origin = kNoTime;
+  auto window = [&](size_t i) -> WindowActivity& {
+    while (windows.size() <= i) {
+      const auto start = static_cast<int64_t>(windows.size()) * length_ns;
+      windows.push_back({.start_ns = start, .end_ns = start + length_ns});
+    }
+    return windows[i];
+  };
+  auto close_before = [&](size_t i) {
+    while (!open.empty() && open.begin()->first < i) {
+      window(open.begin()->first).busy_ns = open.begin()->second.total_ns();
+      open.erase(open.begin());
+    }
+  };
+  Io io;
+  while (reader.next(io)) {
+    if (origin == kNoTime) origin = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+    if (!selected(io, filter, reader.header())) continue;
+    result.timed |= io.has_complete();
+    const int64_t start = std::max(io.issue_ns - origin, int64_t{0});  // late IOs count from the origin
+    const int64_t end = end_of(io) - origin;
+    const auto first = static_cast<size_t>(start / length_ns);
+    close_before(first);
+    WindowActivity& w = window(first);
+    w.bytes += io.length;
+    ++w.ios;
+    for (size_t i = first; static_cast<int64_t>(i) * length_ns < std::max(end, start + 1); ++i) {
+      const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns);
+      const int64_t hi = std::min(end, static_cast<int64_t>(i + 1) * length_ns);
+      if (hi > lo) open[i].add(lo, hi);
+      window(i);
+    }
+  }
+  close_before(SIZE_MAX);
+  auto load = [&](const WindowActivity& w) {
+    return static_cast<double>(result.timed ? static_cast<uint64_t>(w.busy_ns) : w.ios);
+  };
+  double max_load = 1, max_bytes = 1;
+  for (const auto& w : windows) {
+    max_load = std::max(max_load, load(w));
+    max_bytes = std::max(max_bytes, static_cast<double>(w.bytes));
+  }
+  for (auto& w : windows) w.score = (load(w) / max_load + static_cast<double>(w.bytes) / max_bytes) / 2;
+  return result;
+}
+
+std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count) {
+  const auto& windows = activity.windows;
+  std::vector<size_t> order(windows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].score > windows[b].score; });
+  std::vector<ChosenWindow> chosen;
+  for (size_t r = 0; r < order.size() && chosen.size() < count; ++r) {
+    const auto& w = windows[order[r]];
+    if (w.ios == 0) break;
+    chosen.push_back({w, fmt::format("heavy: rank {} of {} windows by {} (score {:.3f})", r + 1, windows.size(),
+                                     activity.score_basis(), w.score)});
+  }
+  return in_time_order(std::move(chosen));
+}
+
+std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count) {
+  const auto& windows = activity.windows;
+  std::vector<size_t> active;
+  for (size_t i = 0; i < windows.size(); ++i)
+    if (windows[i].ios > 0) active.push_back(i);
+  if (active.empty()) return {};
+  std::vector<double> scores;
+  for (size_t i : active) scores.push_back(windows[i].score);
+  std::nth_element(scores.begin(), scores.begin() + scores.size() / 2, scores.end());
+  const double median = scores[scores.size() / 2];
+  std::stable_sort(active.begin(), active.end(), [&](size_t a, size_t b) {
+    return std::abs(windows[a].score - median) < std::abs(windows[b].score - median);
+  });
+  std::vector<ChosenWindow> chosen;
+  for (size_t r = 0; r < active.size() && chosen.size() < count; ++r) {
+    const auto& w = windows[active[r]];
+    chosen.push_back({w, fmt::format("light: score {:.3f}, near the median {:.3f} of {} active windows by {}",
+                                     w.score, median, active.size(), activity.score_basis())});
+  }
+  return in_time_order(std::move(chosen));
+}
+
+CutResult cut(const CutOptions& o) {
+  if (o.max_idle_ns < 0) throw TraceError("--max-idle must not be negative");
+  CutResult result;
+  if (o.mode == CutMode::kWindows) {
+    for (const auto& w : o.windows) {
+      const WindowActivity a{.start_ns = w.start_ns.value_or(0), .end_ns = w.end_ns.value_or(INT64_MAX)};
+      result.chosen.push_back({a, "asked for"});
+    }
+    result.chosen = in_time_order(std::move(result.chosen));
+    for (size_t i = 1; i < result.chosen.size(); ++i)
+      if (result.chosen[i].activity.start_ns < result.chosen[i - 1].activity.end_ns)
+        throw TraceError("windows overlap: give them without overlaps");
+  } else {
+    TraceReader pass1(o.traces);
+    const auto activity = measure_windows(pass1, o.filter, o.length_ns);
+    result.windows_measured = activity.windows.size();
+    result.score_basis = activity.score_basis();
+    result.chosen = o.mode == CutMode::kHeavy ? pick_heavy(activity, o.count) : pick_light(activity, o.count);
+  }
+  TraceReader reader(o.traces);
+  int64_t origin = kNoTime;
+  {
+    Io first;
+    if (reader.next(first)) origin = first.issue_ns;
+  }
+  if (origin == kNoTime) throw TraceError(o.traces.front() + ": the trace has no IOs");
+  if (result.chosen.empty()) throw TraceError("no window has any selected IO: nothing to cut");
+
+  v1::TraceHeader h = reader.header();
+  auto& meta = *h.mutable_metadata();
+  const char* mode = o.mode == CutMode::kHeavy ? "heavy" : o.mode == CutMode::kLight ? "light" : "windows";
+  meta["cut.mode"] = mode;
+  meta["cut.windows"] = to_json(result.chosen).dump();
+  meta["cut.max_idle_ns"] = std::to_string(o.max_idle_ns);
+  if (o.mode != CutMode::kWindows) meta["cut.window_length_ns"] = std::to_string(o.length_ns);
+  std::string filters;
+  if (o.filter.device) filters += fmt::format("device {}:{} ", o.filter.device->major, o.filter.device->minor);
+  if (o.filter.comm) filters += "comm " + *o.filter.comm + " ";
+  if (o.filter.pid) filters += fmt::format("pid {} ", *o.filter.pid);
+  if (!filters.empty()) meta["cut.filter"] = filters.substr(0, filters.size() - 1);
+  std::string sources;
+  for (const auto& t : o.traces) sources += (sources.empty() ? "" : " ") + t;
+  meta["cut.source"] = sources;
+  const std::string workload = meta.count("workload") ? meta["workload"] : std::string("trace");
+  meta["workload"] = fmt::format("{} ({} cut)", workload, mode);
+  TraceWriter writer(o.out, h);
+
+  // Output time = input time - shift; the shift grows by every idle gap's excess over max_idle.
+  int64_t shift = kNoTime;
+  int64_t done = kNoTime;  // latest completion written, output time
+  for (const auto& c : result.chosen) {
+    const int64_t lo = c.activity.start_ns, hi = c.activity.end_ns;
+    reader.seek_time(origin + lo);
+    Io io;
+    while (reader.next(io)) {
+      const int64_t t = io.issue_ns - origin;
+      if (t >= hi) break;
+      if (t < lo || !selected(io, o.filter, reader.header())) continue;
+      if (shift == kNoTime) shift = io.issue_ns, done = 0;
+      int64_t issue = io.issue_ns - shift;
+      if (issue > done + o.max_idle_ns) {
+        const int64_t excess = issue - done - o.max_idle_ns;
+        shift += excess;
+        issue -= excess;
+        result.removed_idle_ns += excess;
+      }
+      Io out = io;
+      out.issue_ns = issue;
+      if (io.has_queue()) out.queue_ns = io.queue_ns - shift;
+      if (io.has_complete()) out.complete_ns = io.complete_ns - shift;
+      done = std::max(done, end_of(out));
+      writer.append(out);
+      ++result.ios;
+    }
+  }
+  writer.close();
+  return result;
+}
+
+}  // namespace iotape::workloads

@@ -1,0 +1,88 @@
+// `iotape cut`: a shorter workload cut out of a long capture.
+//
+// Two streaming passes. The first measures every fixed window of the trace
+// (--length, on a grid from the trace's first IO): busy time (the analysis
+// module's BusyTime, each IO's interval clipped to the windows it covers),
+// bytes and IOs of the selected IOs. The choice is then made from these
+// per-window figures: heavy = the windows with the highest activity score,
+// light = active windows (with IOs) whose score is nearest the median of the
+// active windows. The second pass copies the chosen windows' IOs in time order,
+// shifting times so that no idle gap (no IO outstanding) is longer than
+// max_idle, within a window or between two. Memory: one small record per
+// window.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/report.h"
+#include "traces/summary.h"
+
+namespace iotape::workloads {
+
+enum class CutMode { kHeavy, kLight, kWindows };
+
+// Which IOs of the input take part (in the measurement and in the output).
+struct IoFilter {
+  std::optional<DeviceFilter> device;
+  std::optional<std::string> comm;
+  std::optional<uint32_t> pid;
+};
+
+struct CutOptions {
+  std::vector<std::string> traces;  // one trace (rotated parts in order)
+  std::string out;
+  CutMode mode = CutMode::kHeavy;
+  std::vector<analysis::Window> windows;  // kWindows: relative to the first IO
+  IoFilter filter;
+  int64_t length_ns = 60'000'000'000;  // window length for heavy/light
+  uint32_t count = 1;                  // windows to pick for heavy/light
+  int64_t max_idle_ns = 1'000'000'000;
+};
+
+// Activity of one window of the grid.
+struct WindowActivity {
+  int64_t start_ns = 0;  // relative to the trace's first IO
+  int64_t end_ns = 0;
+  int64_t busy_ns = 0;
+  uint64_t bytes = 0;
+  uint64_t ios = 0;
+  double score = 0;      // see Activity
+};
+
+// Pass 1's result. The score of a window is the mean of its busy time and its
+// bytes, each relative to the highest of any window; a trace without
+// completion times has no busy time, and its IO count stands in for it.
+struct Activity {
+  std::vector<WindowActivity> windows;  // the whole grid, idle windows included
+  bool timed = false;                   // some selected IO has a completion time
+  std::string score_basis() const { return timed ? "busy time and bytes" : "IOs and bytes (no completion times)"; }
+};
+
+struct ChosenWindow {
+  WindowActivity activity;
+  std::string why;
+};
+
+struct CutResult {
+  std::vector<ChosenWindow> chosen;  // in time order
+  size_t windows_measured = 0;
+  std::string score_basis;
+  uint64_t ios = 0;                  // IOs written
+  int64_t removed_idle_ns = 0;       // idle time cut away by max_idle
+};
+
+// Pass 1: the activity of every window of `length_ns` from the first IO.
+Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns);
+
+// The `count` windows a heavy / light cut takes, in time order, each with
+// the reason it was taken.
+std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count);
+std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count);
+
+// Both passes and the output trace. Throws TraceError.
+CutResult cut(const CutOptions& options);
+
+}  // namespace iotape::workloads

@@ -1,0 +1,83 @@
+// iotape cut: heavy, light or explicit windows of a long capture, as a new trace.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "replay/options.h"
+#include "traces/error.h"
+#include "workloads/cut.h"
+
+namespace iotape::cli {
+namespace {
+
+struct CutArgs {
+  std::vector<std::string> traces;
+  std::string out;
+  bool heavy = false, light = false;
+  std::vector<std::string> windows;
+  std::string device, comm, length = "60s", max_idle = "1s";
+  std::optional<uint32_t> pid;
+  uint32_t count = 1;
+};
+
+void run_cut(const CutArgs& a) {
+  workloads::CutOptions o;
+  o.traces = a.traces;
+  o.out = a.out;
+  o.mode = a.heavy ? workloads::CutMode::kHeavy : a.light ? workloads::CutMode::kLight : workloads::CutMode::kWindows;
+  for (const auto& w : a.windows) o.windows.push_back(analysis::parse_window(w));
+  if (!a.device.empty()) o.filter.device = parse_device_filter(a.device);
+  if (!a.comm.empty()) o.filter.comm = a.comm;
+  o.filter.pid = a.pid;
+  o.length_ns = replay::parse_duration(a.length);
+  o.count = a.count;
+  o.max_idle_ns = replay::parse_duration(a.max_idle);
+  const auto r = workloads::cut(o);
+  if (r.windows_measured)
+    fmt::print("measured {} windows of {:.3f} s, scored by {}\n", r.windows_measured, o.length_ns / 1e9,
+               r.score_basis);
+  for (const auto& c : r.chosen) {
+    const auto& w = c.activity;
+    if (o.mode == workloads::CutMode::kWindows)
+      fmt::print("window {:.3f}..{}: {}\n", w.start_ns / 1e9,
+                 w.end_ns == INT64_MAX ? std::string("end") : fmt::format("{:.3f}", w.end_ns / 1e9), c.why);
+    else
+      fmt::print("window {:.3f}..{:.3f} s: busy {:.3f} s, {:.1f} MB, {} IOs; {}\n", w.start_ns / 1e9, w.end_ns / 1e9,
+                 w.busy_ns / 1e9, w.bytes / 1e6, w.ios, c.why);
+  }
+  fmt::print("{}: {} IOs, {:.3f} s of idle time removed (gaps capped at {})\n", a.out, r.ios,
+             r.removed_idle_ns / 1e9, a.max_idle);
+}
+
+}  // namespace
+
+void add_cut_command(CLI::App& app) {
+  auto a = std::make_shared<CutArgs>();
+  auto* sub = app.add_subcommand("cut", "Cut the heavy or light periods (or given windows) out of a long trace");
+  sub->add_option("TRACE", a->traces, "The trace (several files: rotated parts, in order)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("-o,--output", a->out, "Trace file to write")->required();
+  auto* heavy = sub->add_flag("--heavy", a->heavy, "Take the busiest windows (busy time and bytes)");
+  auto* light = sub->add_flag("--light", a->light, "Take typical windows: activity nearest the median of active ones");
+  auto* window = sub->add_option("--window", a->windows,
+                                 "Take this window, START..END in seconds from the first IO (repeatable)");
+  heavy->excludes(light)->excludes(window);
+  light->excludes(window);
+  sub->add_option("--device", a->device, "Only IOs of this device, MAJ:MIN");
+  sub->add_option("--comm", a->comm, "Only IOs of processes with this name");
+  sub->add_option("--pid", a->pid, "Only IOs of this process id");
+  sub->add_option("--length", a->length, "Window length for --heavy/--light, e.g. 60s, 10m")->capture_default_str();
+  sub->add_option("--count", a->count, "Windows to take for --heavy/--light")->capture_default_str();
+  sub->add_option("--max-idle", a->max_idle, "Idle gaps (nothing outstanding) longer than this are shortened to it")
+      ->capture_default_str();
+  sub->footer(
+      "Windows are measured on a grid of --length from the first IO. Score = mean of busy time (IO count when the\n"
+      "trace has no completion times)\nand bytes, each relative to the highest window's. The chosen windows and why "
+      "are printed and stored\nin the header metadata (cut.windows).");
+  sub->callback([a] {
+    if (!a->heavy && !a->light && a->windows.empty()) throw TraceError("give --heavy, --light or --window");
+    run_cut(*a);
+  });
+}
+
+}  // namespace iotape::cli
