@@ -17,6 +17,7 @@
 #include "tests/test_support.h"
 #include "traces/reader.h"
 #include "traces/summary.h"
+#include "workloads/bench.h"
 
 using namespace iotape;
 using iotape::test::run;
@@ -310,4 +311,109 @@ TEST_CASE("cut --light takes active windows near the median, --window exact rang
   for (size_t k = 20; k < 30; ++k) expected += truth[k].ios;
   TraceReader cut_reader(win);
   CHECK(summarize(cut_reader).ios == expected);
+}
+
+namespace {
+
+nlohmann::json bench(const std::string& test, const std::string& target, const std::string& dir,
+                     const std::string& extra) {
+  must_run(fmt::format("bench {} --target {} -o {} --allow-write {}", test, target, dir, extra));
+  std::ifstream f(dir + "/summary.json");
+  return nlohmann::json::parse(f);
+}
+
+}  // namespace
+
+TEST_CASE("bench: drive-state tests on a loop device", "[bench]") {
+  if (!iotape::test::require_root("loop devices")) return;
+  constexpr uint64_t kSize = 64 << 20;
+  iotape::test::LoopDevice loop(kSize);
+  TempDir dir;
+
+  SECTION("nothing is written without --allow-write") {
+    const auto r = run(iotape_cmd(fmt::format("bench trim --target {} -o {}", loop.path(), dir.file("x"))));
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("--allow-write") != std::string::npos);
+  }
+
+  SECTION("precondition fills the capacity, then random writes until steady state") {
+    const auto s = bench("precondition", loop.path(), dir.file("pre"), "--duration 12s --round 1s");
+    CHECK(s["fill"]["bytes_written"] == kSize);
+    CHECK(analyse_file(s["fill"]["trace"]).op(Op::kWrite).bytes == kSize);
+    const auto rounds = s["random"]["iops_per_round"];
+    CHECK(s["steady_state"]["rounds"] == rounds.size());
+    if (s["steady_state"]["reached"].get<bool>()) {
+      std::vector<double> last;
+      for (size_t i = rounds.size() - 5; i < rounds.size(); ++i) last.push_back(rounds[i]);
+      const double mean = (last[0] + last[1] + last[2] + last[3] + last[4]) / 5;
+      CHECK(*std::max_element(last.begin(), last.end()) - *std::min_element(last.begin(), last.end()) <= 0.2 * mean);
+    } else {
+      CHECK(rounds.size() >= 10);  // it kept trying for the whole duration
+    }
+  }
+
+  SECTION("consistency has one IOPS sample per second, and the samples match the result trace") {
+    const auto s = bench("consistency", loop.path(), dir.file("cons"), "--duration 4s --span-pct 75");
+    CHECK(s["fill"]["bytes_written"] == kSize);
+    const auto iops = s["random"]["iops_per_second"];
+    CHECK(iops.size() == 4);
+    const auto r = analyse_file(s["random"]["trace"]);
+    uint64_t sum = 0;
+    for (const auto& v : iops) {
+      CHECK(v.get<uint64_t>() > 0);
+      sum += v.get<uint64_t>();
+    }
+    CHECK(sum <= r.ios);
+    CHECK(r.sizes.buckets()[1] == r.ios);  // all 4 KiB
+    uint64_t max_end = 0;
+    TraceReader reader(s["random"]["trace"].get<std::string>());
+    Io io;
+    while (reader.next(io)) max_end = std::max(max_end, io.end());
+    CHECK(max_end <= kSize * 3 / 4);
+    CHECK(s["steady_window"]["mean_iops"].get<double>() > 0);
+  }
+
+  SECTION("trim runs three sequential-write phases around dirtying and a discard") {
+    const auto s = bench("trim", loop.path(), dir.file("trim"), "--duration 2s");
+    const auto phases = s["phases"];
+    REQUIRE(phases.size() == 3);
+    CHECK(phases[0]["name"] == "clean");
+    CHECK(phases[1]["name"] == "dirty");
+    CHECK(phases[2]["name"] == "trimmed");
+    for (const auto& p : phases) {
+      CHECK(p["bytes_written"] == kSize);
+      CHECK(p["MBps"].get<double>() > 0);
+    }
+    CHECK(s["dirtying"]["iops"].get<double>() > 0);
+
+    // The compare page of the three phases renders.
+    const std::string html = dir.file("trim.html");
+    must_run(fmt::format("compare {} {} {} --html {}", phases[0]["trace"].get<std::string>(),
+                         phases[1]["trace"].get<std::string>(), phases[2]["trace"].get<std::string>(), html));
+    const std::string png = dir.file("trim.png");
+    run(fmt::format("chromium --headless --no-sandbox --disable-gpu --screenshot={} --window-size=1200,1600 file://{}",
+                    png, html));
+    std::ifstream f(png, std::ios::binary);
+    CHECK(f.good());
+  }
+
+  SECTION("fresh-vs-used replays the workload on a discarded and on a filled target") {
+    const auto s = bench("fresh-vs-used", loop.path(), dir.file("fvu"), "--workload storage-light --workload-ios 5000");
+    CHECK(s["fresh"]["ios"] == 5000);
+    CHECK(s["used"]["ios"] == 5000);
+    CHECK(s["fresh"]["errors"] == 0);
+    CHECK(s["fill"]["bytes_written"] == kSize);
+    CHECK(s["used"]["busy_s"].get<double>() > 0);
+  }
+}
+
+TEST_CASE("bench: SNIA PTS steady-state rule", "[bench]") {
+  const std::vector<double> flat = {100, 105, 95, 100, 100};
+  CHECK(workloads::steady_state(flat).reached);
+  const std::vector<double> wide = {80, 120, 100, 100, 100};  // range 40 > 20% of 100
+  CHECK_FALSE(workloads::steady_state(wide).reached);
+  const std::vector<double> rising = {92, 96, 100, 104, 108};  // range 16 ok, slope 4 x 4 = 16 > 10
+  const auto r = workloads::steady_state(rising);
+  CHECK_FALSE(r.reached);
+  CHECK(r.excursion == Approx(16));
 }
