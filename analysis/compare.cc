@@ -162,6 +162,12 @@ std::vector<std::pair<std::string, std::string>> compare_svgs(const std::vector<
     for (const auto& e : entries)
       if (e.workload == w) c.lines.push_back({e.drive, e.series_interval_s, e.iops, layout.colour(e.drive)});
     out.emplace_back("iops_" + file_safe(w) + ".svg", line_chart_svg(c));
+    // Performance consistency (iotape bench consistency): drops span decades, so also a log scale.
+    if (w == "consistency") {
+      c.title += " (log scale)";
+      c.log_y = true;
+      out.emplace_back("iops_" + file_safe(w) + "_log.svg", line_chart_svg(c));
+    }
   }
   return out;
 }

@@ -136,11 +136,27 @@ std::string line_chart_svg(const LineChart& chart) {
   const double y_max = std::max(y_step, std::ceil(max_y / y_step) * y_step);
   const double plot_w = kWidth - kLeft - kRight;
   auto px = [&](double x) { return kLeft + x / x_max * plot_w; };
-  auto py = [&](double y) { return kTop + kPlotHeight - y / y_max * kPlotHeight; };
+  // Log scale: whole decades from the lowest positive value to the highest.
+  double min_pos = max_y;
+  for (const auto& l : chart.lines)
+    for (double v : l.values)
+      if (v > 0) min_pos = std::min(min_pos, v);
+  const double lo_exp = std::floor(std::log10(std::max(min_pos, 1.0)));
+  const double hi_exp = std::max(lo_exp + 1, std::ceil(std::log10(std::max(max_y, 1.0))));
+  auto py = [&](double y) {
+    const double share = chart.log_y ? (std::log10(std::max(y, std::pow(10.0, lo_exp))) - lo_exp) / (hi_exp - lo_exp)
+                                     : y / y_max;
+    return kTop + kPlotHeight - share * kPlotHeight;
+  };
+  std::vector<double> y_ticks;
+  if (chart.log_y)
+    for (double e = lo_exp; e <= hi_exp; ++e) y_ticks.push_back(std::pow(10.0, e));
+  else
+    for (double y = 0; y <= y_max + y_step / 2; y += y_step) y_ticks.push_back(y);
 
   std::string s = svg_open(height, chart.title);
   s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
-  for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
+  for (double y : y_ticks) {
     s += fmt::format("<line x1=\"{}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#dddddd\"/>\n", kLeft,
                      kLeft + plot_w, py(y), py(y));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(y) + 4, short_number(y));

@@ -47,6 +47,7 @@ struct LineChart {
   std::string x_unit;
   std::string y_unit;
   std::vector<Line> lines;
+  bool log_y = false;  // decades; values below the lowest decade sit on the axis
 };
 std::string line_chart_svg(const LineChart& chart);
 

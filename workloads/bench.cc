@@ -63,7 +63,8 @@ class PhaseTrace {
     *h.add_devices() = t.to_device();
     auto& m = *h.mutable_metadata();
     m["workload"] = test;
-    m["target"] = t.name + " " + phase;
+    // The random-write phase is the test itself: its bars carry the drive's name only.
+    m["target"] = phase == "random" ? t.name : t.name + " " + phase;
     m["bench.test"] = test;
     m["bench.phase"] = phase;
     return h;
