@@ -315,6 +315,23 @@ TEST_CASE("IssueOrder releases completed IOs in issue order after the window", "
   }
   bounded.release(0, emit);  // within the window, but only 2 may be held
   CHECK(out == std::vector<int64_t>{1, 2});
+
+  // Many runs of jittered IOs: every IO comes out exactly once.
+  capture::IssueOrder many(50, 1 << 20);
+  out.clear();
+  uint64_t added = 0, seed = 1;
+  for (int64_t poll = 0; poll < 2000; ++poll) {
+    for (int i = 0; i < 7; ++i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      Io io;
+      io.issue_ns = poll * 10 - static_cast<int64_t>((seed >> 33) % 80);
+      many.add(io);
+      ++added;
+    }
+    many.release(poll * 10, emit);
+  }
+  many.release(0, emit, true);
+  CHECK(out.size() == added);
 }
 
 TEST_CASE("ebpf back end records exactly fio's IOs", "[record][ebpf]") { exact_capture_test("ebpf"); }
