@@ -75,7 +75,7 @@ void run_info(const InfoOptions& o) {
   if (s.status.damaged) j["damage"] = s.status.message;
 
   if (o.json) {
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print("trace      {}\n", fmt::join(o.traces, " "));
     fmt::print("source     {} {}  clock {}  host {}  kernel {}\n", v1::Source_Name(h.source()),

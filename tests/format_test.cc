@@ -413,6 +413,14 @@ TEST_CASE("seek_time lands on the first IO at or after the time, with and withou
       while (expect > 0 && ios[expect - 1].io.issue_ns == ios[target].io.issue_ns) --expect;
       REQUIRE(io.issue_ns == ios[expect].io.issue_ns);
       REQUIRE(io.offset == ios[expect].io.offset);
+      // Batches continue where the seek landed, too.
+      r.seek_time(ios[target].io.issue_ns);
+      auto batch = r.next_batch();
+      REQUIRE_FALSE(batch.empty());
+      REQUIRE(batch.front().offset == ios[expect].io.offset);
+      const int64_t last = batch.back().issue_ns;  // the span is reused by the next call
+      auto following = r.next_batch();
+      if (!following.empty()) REQUIRE(following.front().issue_ns >= last);
     }
     r.seek_time(ios.back().io.issue_ns + 1);
     Io io;

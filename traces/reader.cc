@@ -24,6 +24,7 @@ struct File {
   uint64_t size = 0;
   uint64_t pos = 0;       // next frame to read
   bool done = false;      // reached the index frame or the end
+  uint64_t accounted = 0; // chunks before this offset were counted (seeks re-read them)
   v1::TraceHeader header;
   std::optional<v1::Index> index;
 
@@ -35,6 +36,7 @@ struct File {
     size = o.size;
     pos = o.pos;
     done = o.done;
+    accounted = o.accounted;
     header.Swap(&o.header);
     std::swap(index, o.index);
     return *this;
@@ -144,6 +146,60 @@ class TraceReader::Impl {
   const v1::TraceHeader& header() const { return header_; }
 
   std::span<const Io> next_batch() {
+    // What a seek or next() left of the current batch comes first.
+    if (next_in_batch_ < current_.size()) {
+      auto rest = current_.subspan(next_in_batch_);
+      next_in_batch_ = current_.size();
+      return rest;
+    }
+    return read_chunk();
+  }
+
+  bool next(Io& io) {
+    while (next_in_batch_ >= current_.size()) {
+      current_ = read_chunk();
+      next_in_batch_ = 0;
+      if (current_.empty()) return false;
+    }
+    io = current_[next_in_batch_++];
+    return true;
+  }
+
+  void seek_time(int64_t t) {
+    current_ = {};
+    next_in_batch_ = 0;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      File& f = files_[i];
+      if (!f.index) continue;
+      for (const auto& e : f.index->chunks()) {
+        if (e.count() == 0 || e.max_issue_ns() < t) continue;
+        cur_ = i;
+        for (size_t j = i; j < files_.size(); ++j) files_[j].done = false;
+        f.pos = e.file_offset();
+        current_ = read_chunk();
+        return skip_before(t);
+      }
+    }
+    // No index (or t beyond it): scan from the start, chunk by chunk.
+    rewind();
+    do current_ = read_chunk();
+    while (!current_.empty() && current_.back().issue_ns < t);
+    skip_before(t);
+  }
+
+  const ReadStatus& status() const { return status_; }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t late() const { return late_; }
+  bool has_index() const {
+    for (const auto& f : files_)
+      if (!f.index) return false;
+    return true;
+  }
+  const v1::Index* index() const { return files_[0].index ? &*files_[0].index : nullptr; }
+
+ private:
+  // Decodes the next chunk that holds IOs; empty at the end or at damage.
+  std::span<const Io> read_chunk() {
     while (cur_ < files_.size()) {
       File& f = files_[cur_];
       if (status_.damaged && !opt_.skip_damaged) return {};
@@ -165,6 +221,11 @@ class TraceReader::Impl {
       if (fr && fr->h.kind != frame::Kind::kChunk) why = "unexpected frame kind in the chunk sequence";
       if (fr && fr->h.kind == frame::Kind::kChunk && decode(*fr, &why)) {
         f.pos = at + frame::kHeaderSize + fr->h.stored_len;
+        if (at >= f.accounted) {
+          dropped_ += chunk_.dropped_events();
+          late_ += chunk_.late_ios();
+          f.accounted = f.pos;
+        }
         if (batch_.empty()) continue;  // a chunk carrying only accounting
         return batch_;
       }
@@ -173,54 +234,7 @@ class TraceReader::Impl {
     return {};
   }
 
-  bool next(Io& io) {
-    while (next_in_batch_ >= current_.size()) {
-      current_ = next_batch();
-      next_in_batch_ = 0;
-      if (current_.empty()) return false;
-    }
-    io = current_[next_in_batch_++];
-    return true;
-  }
-
-  void seek_time(int64_t t) {
-    current_ = {};
-    next_in_batch_ = 0;
-    for (size_t i = 0; i < files_.size(); ++i) {
-      File& f = files_[i];
-      if (!f.index) continue;
-      for (const auto& e : f.index->chunks()) {
-        if (e.count() == 0 || e.max_issue_ns() < t) continue;
-        cur_ = i;
-        for (size_t j = i; j < files_.size(); ++j) files_[j].done = false;
-        f.pos = e.file_offset();
-        return skip_within_batch(t);
-      }
-    }
-    // No index (or t beyond it): scan from the start, chunk by chunk.
-    rewind();
-    for (;;) {
-      current_ = next_batch();
-      if (current_.empty()) return;
-      if (current_.back().issue_ns >= t) break;
-    }
-    next_in_batch_ = 0;
-    while (next_in_batch_ < current_.size() && current_[next_in_batch_].issue_ns < t) ++next_in_batch_;
-  }
-
-  const ReadStatus& status() const { return status_; }
-  uint64_t dropped() const { return dropped_; }
-  uint64_t late() const { return late_; }
-  bool has_index() const {
-    for (const auto& f : files_)
-      if (!f.index) return false;
-    return true;
-  }
-  const v1::Index* index() const { return files_[0].index ? &*files_[0].index : nullptr; }
-
- private:
-  void skip_within_batch(int64_t t) {
-    current_ = next_batch();
+  void skip_before(int64_t t) {
     next_in_batch_ = 0;
     while (next_in_batch_ < current_.size() && current_[next_in_batch_].issue_ns < t) ++next_in_batch_;
   }
@@ -266,8 +280,6 @@ class TraceReader::Impl {
         *why = "IO names device " + std::to_string(io.device) + " of " + std::to_string(ndev);
         return false;
       }
-    dropped_ += chunk_.dropped_events();
-    late_ += chunk_.late_ios();
     return true;
   }
 
@@ -282,15 +294,20 @@ class TraceReader::Impl {
       f.done = true;
       return;
     }
-    // Look for the next intact frame header after the damage.
-    std::string scratch_why;
-    for (uint64_t p = at + 1; p + frame::kHeaderSize <= f.size; ++p) {
-      char hb[frame::kHeaderSize];
-      if (!read_at(f, p, sizeof hb, hb)) break;
-      if (frame::decode_header(hb, &scratch_why)) {
-        f.pos = p;
-        ++status_.skipped_regions;
-        return;
+    // Look for the next intact frame header after the damage, a block at a time.
+    std::string why_not, block;
+    constexpr size_t kBlock = 1 << 20;
+    for (uint64_t base = at + 1; base + frame::kHeaderSize <= f.size; base += kBlock) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kBlock + frame::kHeaderSize - 1, f.size - base));
+      block.resize(len);
+      if (!read_at(f, base, len, block.data())) break;
+      for (size_t i = 0; i + frame::kHeaderSize <= len; ++i) {
+        if (std::memcmp(block.data() + i, &frame::kFrameMagic, 4) != 0) continue;
+        if (frame::decode_header(block.data() + i, &why_not)) {
+          f.pos = base + i;
+          ++status_.skipped_regions;
+          return;
+        }
       }
     }
     f.done = true;

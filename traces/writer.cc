@@ -120,8 +120,12 @@ class TraceWriter::Impl {
 
   void tick(int64_t now_issue_ns) {
     if (failed_ || closed_) return;
-    if (now_issue_ns != kNoTime && opt_.reorder_window_ns > 0)
-      release_before(now_issue_ns - opt_.reorder_window_ns);
+    if (now_issue_ns != kNoTime && opt_.reorder_window_ns > 0) {
+      // Saturate: trace times near INT64_MIN must not wrap to the future.
+      int64_t before;
+      if (__builtin_sub_overflow(now_issue_ns, opt_.reorder_window_ns, &before)) before = INT64_MIN;
+      release_before(before);
+    }
     if (opt_.durability != Durability::kNone &&
         steady_now_ns() - last_flush_ns_ >= opt_.flush_interval_ns)
       flush(false);
