@@ -35,7 +35,7 @@ void run_import(const ImportOptions& o) {
   WriterOptions wo;
   wo.zstd_level = o.zstd_level;
   // Published traces are sorted only roughly; a minute of window sorts them.
-  wo.reorder_window_ns = 60'000'000'000;
+  wo.reorder_window_ns = imp->sorted_output ? 0 : 60'000'000'000;
   ImportReport report;
   try {
     TraceWriter writer(o.output, header, wo);

@@ -34,6 +34,9 @@ struct Importer {
   std::string_view summary;  // one line for --help
   v1::ClockDomain clock;           // the clock of the timestamps it writes
   ImportReport (*import)(const std::vector<std::string>& inputs, const ImportOptions& options, TraceWriter& out);
+  // The IOs come out in issue-time order, equal times in input order, so the
+  // writer needs no reorder window (whose heap would not keep that tie order).
+  bool sorted_output = false;
 
   ImportReport run(const std::vector<std::string>& inputs, TraceWriter& out,
                    const ImportOptions& options = {}) const {
