@@ -38,6 +38,9 @@ class Backend {
   virtual void poll(int timeout_ms, const IoSink& sink) = 0;
   // Events lost so far (buffer overruns): the trace stores the count.
   virtual uint64_t dropped() = 0;
+  // Completions recorded without their submission (in flight when the capture
+  // began, or a submission event the kernel did not deliver).
+  virtual uint64_t unmatched() { return 0; }
 };
 
 std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);

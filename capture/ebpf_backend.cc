@@ -123,18 +123,21 @@ class EbpfBackend final : public Backend {
     if (n < 0 && n != -EINTR) throw std::runtime_error(std::string("ring buffer: ") + std::strerror(-n));
   }
 
-  uint64_t dropped() override {
-    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus_));
-    const uint32_t zero = 0;
-    if (bpf_map__lookup_elem(skel_->maps.drops, &zero, sizeof zero, per_cpu.data(),
-                             per_cpu.size() * sizeof(uint64_t), 0) != 0)
-      return last_dropped_;
-    uint64_t total = 0;
-    for (uint64_t n : per_cpu) total += n;
-    return last_dropped_ = total;
-  }
+  uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
+  uint64_t unmatched() override { return last_unmatched_ = counter(IOTRACE_UNMATCHED, last_unmatched_); }
 
  private:
+  // The sum over CPUs of one slot of the counter array (`previous` if unreadable).
+  uint64_t counter(uint32_t slot, uint64_t previous) const {
+    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus_));
+    if (bpf_map__lookup_elem(skel_->maps.drops, &slot, sizeof slot, per_cpu.data(),
+                             per_cpu.size() * sizeof(uint64_t), 0) != 0)
+      return previous;
+    uint64_t total = 0;
+    for (uint64_t n : per_cpu) total += n;
+    return total;
+  }
+
   [[noreturn]] void fail(const std::string& what, int err) {
     ring_buffer__free(ring_);
     iotrace_bpf__destroy(skel_);
@@ -171,6 +174,7 @@ class EbpfBackend final : public Backend {
   std::string detail_;
   int ncpus_ = 1;
   uint64_t last_dropped_ = 0;
+  uint64_t last_unmatched_ = 0;
 };
 
 static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&

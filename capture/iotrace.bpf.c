@@ -58,10 +58,13 @@ struct {
 	__uint(max_entries, 16 << 20); /* resized by the loader */
 } events SEC(".maps");
 
-/* Records lost because the ring buffer or the in-flight table was full. */
+/* Per-CPU counters: [IOTRACE_DROPS] records lost because the ring buffer or
+ * the in-flight table was full; [IOTRACE_UNMATCHED] completions that found no
+ * in-flight entry (in flight before the capture, or a missed submission):
+ * still recorded, without submitter and issue time. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, IOTRACE_COUNTERS);
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
@@ -74,13 +77,17 @@ struct request___old {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline void count_drop(void)
+static __always_inline void count(__u32 which)
 {
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+	__u64 *n = bpf_map_lookup_elem(&drops, &which);
 
 	if (n)
 		*n += 1;
+}
+
+static __always_inline void count_drop(void)
+{
+	count(IOTRACE_DROPS);
 }
 
 /* tp_btf and fentry arguments are typed kernel pointers: plain loads
@@ -239,11 +246,22 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 {
 	__u64 key = (__u64)rq;
 	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+	struct start unmatched = {};
 	struct iotrace_event *e;
 	__u32 cmd_flags, left;
+	__u32 *dev;
 
-	if (!s)
-		return 0; /* in flight before the capture started, or filtered out */
+	if (!s) {
+		/* Nothing is dropped silently: record what the completion knows. */
+		if (filtering_submitter())
+			return 0;
+		dev = device_index(rq);
+		if (!dev)
+			return 0;
+		unmatched.device = *dev;
+		s = &unmatched;
+		count(IOTRACE_UNMATCHED);
+	}
 	left = rq->__data_len;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -7,6 +7,11 @@
 #define IOTRACE_COMM_LEN 16
 #define IOTRACE_MAX_DEVICES 256
 
+/* Slots of the per-CPU counter array. */
+#define IOTRACE_DROPS 0
+#define IOTRACE_UNMATCHED 1
+#define IOTRACE_COUNTERS 2
+
 /* Op codes and flag bits, already translated from the kernel's request
  * flags (whose bit positions vary between kernels) to iotape's. */
 enum iotrace_op {

@@ -182,6 +182,8 @@ RecordResult record(const RecordOptions& o) {
       out.add_dropped(d - dropped);
       dropped = d;
     }
+    r.unmatched = backend->unmatched();
+    out.set_metadata("capture.unmatched_completions", std::to_string(r.unmatched));
     out.close();
   } catch (const TraceError& e) {
     r.write_failed = true;

@@ -67,6 +67,10 @@ void TraceOutput::rotate_if_due(int64_t now_ns) {
 
 void TraceOutput::close() { writer_->close(); }
 
+void TraceOutput::set_metadata(const std::string& key, const std::string& value) {
+  writer_->set_metadata(key, value);
+}
+
 uint64_t TraceOutput::ios() const { return closed_ios_ + writer_->stats().ios; }
 uint64_t TraceOutput::file_bytes() const { return closed_bytes_ + writer_->stats().file_bytes; }
 uint64_t TraceOutput::late_ios() const { return closed_late_ + writer_->stats().late_ios; }

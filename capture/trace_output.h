@@ -40,6 +40,7 @@ class TraceOutput {
 
   void append(const Io& io);
   void add_dropped(uint64_t events);
+  void set_metadata(const std::string& key, const std::string& value);  // on the current part
   // Periodic work: durable flushes, releasing the reorder window, rotation.
   void tick(int64_t now_ns);
   void close();

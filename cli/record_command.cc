@@ -69,6 +69,8 @@ void run_record(RecordCli& c) {
   const capture::RecordResult r = capture::record(o);
   fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
              fmt::join(r.paths, " "));
+  if (r.unmatched)
+    fmt::print(stderr, "iotape: {} IOs seen only at completion (no submitter, issue time unknown)\n", r.unmatched);
   if (r.write_failed) {
     fmt::print(stderr, "iotape: stopped: {}\n", r.stop_reason);
     throw ExitCode{3};
