@@ -171,7 +171,7 @@ TEST_CASE("extreme values round-trip") {
   ios[3].io.cpu = INT32_MAX;
   ios[3].io.source_index = INT64_MAX;
   ios[3].io.flags = UINT32_MAX;
-  ios[3].comm = std::string(300, 'c');
+  ios[3].comm = std::string(300, 'c') + "\xff\xfe not UTF-8";  // kernels hold any bytes
   ios[3].io.comm = ios[3].comm;
   write_trace(dir.file("x.iot"), ios);
   TraceReader r(dir.file("x.iot"));
@@ -514,4 +514,18 @@ TEST_CASE("files that are not traces are refused with the file and offset") {
   REQUIRE_THROWS_WITH(TraceReader(dir.file("empty.iot")), Catch::Contains("empty.iot: byte 0: not an iotape trace"));
   REQUIRE_THROWS_WITH(TraceReader(dir.file("text.iot")), Catch::Contains("text.iot: byte 0"));
   REQUIRE_THROWS_WITH(TraceReader(dir.file("missing.iot")), Catch::Contains("missing.iot: cannot open trace"));
+}
+
+TEST_CASE("the same IOs and metadata give the same bytes") {
+  TempDir dir;
+  const auto ios = random_ios(2000, 13);
+  for (const char* name : {"a.iot", "b.iot"}) {
+    v1::TraceHeader h = test_header(3);
+    for (int k = 0; k < 50; ++k) (*h.mutable_metadata())["key" + std::to_string(k)] = std::to_string(k);
+    TraceWriter w(dir.file(name), h);
+    for (const auto& o : ios) w.append(o.io);
+    for (int k = 0; k < 50; ++k) w.set_metadata("late" + std::to_string(k), "v");
+    w.close();
+  }
+  CHECK(slurp(dir.file("a.iot")) == slurp(dir.file("b.iot")));
 }

@@ -1,5 +1,8 @@
 #include "traces/writer.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +25,18 @@ int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Map entries (metadata) in a fixed order: the same trace gives the same bytes.
+std::string serialize(const google::protobuf::MessageLite& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
+  return out;
 }
 
 struct LaterIssue {
@@ -172,7 +187,7 @@ class TraceWriter::Impl {
   }
 
   void write_header() {
-    std::string raw = header_.SerializeAsString();
+    std::string raw = serialize(header_);
     write_frame(frame::Kind::kHeader, frame::Codec::kRaw, raw, raw.size());
     header_written_ = true;
   }
@@ -188,7 +203,7 @@ class TraceWriter::Impl {
     }
     chunk_.set_dropped_events(pending_dropped_);
     chunk_.set_late_ios(pending_late_);
-    const std::string raw = chunk_.SerializeAsString();
+    const std::string raw = serialize(chunk_);
     v1::ChunkEntry entry;
     entry.set_file_offset(stats_.file_bytes);
     entry.set_first_index(stats_.ios);
@@ -218,7 +233,7 @@ class TraceWriter::Impl {
     index_.set_late_ios(stats_.late_ios);
     *index_.mutable_devices() = header_.devices();
     for (const auto& d : added_devices_) *index_.add_devices() = d;
-    const std::string raw = index_.SerializeAsString();
+    const std::string raw = serialize(index_);
     const uint64_t at = stats_.file_bytes;
     std::string tail(frame::kTailSize, '\0');
     frame::encode_tail(at, tail.data());
