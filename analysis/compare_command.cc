@@ -38,7 +38,9 @@ void run_compare(const CompareOptions& o) {
     std::filesystem::create_directories(o.svg_dir);
     for (const auto& [name, svg] : analysis::compare_svgs(entries)) write_file(o.svg_dir + "/" + name, svg);
   }
-  if (o.json) fmt::print("{}\n", analysis::compare_json(entries).dump(2));
+  // Names from traces need not be UTF-8: replace what JSON cannot hold.
+  if (o.json)
+    fmt::print("{}\n", analysis::compare_json(entries).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace

@@ -30,7 +30,9 @@ void run_report(const ReportCommandOptions& o) {
   const analysis::Report r = analysis::analyse(reader, ro);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top};
   if (o.json) {
-    fmt::print("{}\n", analysis::report_json(r, reader.header(), out).dump(2));
+    // Process names need not be UTF-8: replace what JSON cannot hold.
+    fmt::print("{}\n", analysis::report_json(r, reader.header(), out)
+                          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else if (o.csv) {
     fmt::print("{}", analysis::report_csv(analysis::report_json(r, reader.header(), out)));
   } else {
