@@ -287,7 +287,7 @@ TEST_CASE("interop: each format's sample imports to the hand-computed IOs", "[in
   }
 }
 
-TEST_CASE("interop: systor counts the blank IOType it skips; the header metadata says so", "[interop][systor]") {
+TEST_CASE("interop: systor counts the blank IOType it skips, the header metadata says so", "[interop][systor]") {
   TempDir dir;
   write_file(dir.file("in.csv"), kSystor);
   const auto got = import_rows("systor", {dir.file("in.csv")}, dir.file("t.iot"));

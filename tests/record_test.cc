@@ -374,7 +374,7 @@ TEST_CASE("both back ends agree on one fio run", "[record][ebpf][blktrace]") {
   CHECK(diffs[diffs.size() / 2] < 100'000);
 }
 
-TEST_CASE("the header describes the capture; --anonymize hides names", "[record][ebpf]") {
+TEST_CASE("the header describes the capture, --anonymize hides names", "[record][ebpf]") {
   if (!require_root("record block IOs")) return;
   TempDir dir;
   LoopDevice loop(64u << 20);
@@ -453,7 +453,7 @@ TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebp
   CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
 }
 
-TEST_CASE("--comm keeps only the IOs of that submitter", "[record][ebpf][blktrace]") {
+TEST_CASE("record: --comm keeps only the IOs of that submitter", "[record][ebpf][blktrace]") {
   if (!require_root("record block IOs")) return;
   for (const std::string backend : {"ebpf", "blktrace"}) {
     INFO(backend);

@@ -193,7 +193,7 @@ TEST_CASE("the schedule is absolute: due times follow recorded times, never earl
   CHECK(due == (10 + 1000) / 2);
 }
 
-TEST_CASE("--events queue schedules by queue time where the trace has one") {
+TEST_CASE("replay: --events queue schedules by queue time where the trace has one") {
   TempDir dir;
   std::vector<Io> ios = {make_io(1'000'000, Op::kRead, 0, 4096), make_io(2'000'000, Op::kRead, 4096, 4096)};
   ios[0].queue_ns = 500'000;
@@ -217,7 +217,7 @@ TEST_CASE("--events queue schedules by queue time where the trace has one") {
   }
 }
 
-TEST_CASE("--window replays a part of the trace, scheduled from the window's first IO") {
+TEST_CASE("replay: --window replays a part of the trace, scheduled from the window's first IO") {
   TempDir dir;
   std::vector<Io> ios;
   for (int i = 0; i < 10; ++i) ios.push_back(make_io(5'000'000 + i * 1'000'000ll, Op::kRead, i * 4096ull, 4096));
@@ -327,7 +327,7 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   CHECK(idx.count("fidelity.replayed_qd_buckets") == 1);
 }
 
-TEST_CASE("--qd recorded reproduces the recorded queue depth on a faster device", "[root]") {
+TEST_CASE("replay: --qd recorded reproduces the recorded queue depth on a faster device", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(256 * kMiB);
@@ -459,7 +459,7 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   CHECK(std::count_if(partial.begin(), partial.end(), [](const Io& io) { return io.status < 0; }) == 1);
 }
 
-TEST_CASE("--dry-run prints the plan and touches nothing", "[root]") {
+TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
@@ -478,7 +478,7 @@ TEST_CASE("--dry-run prints the plan and touches nothing", "[root]") {
   CHECK_FALSE(std::filesystem::exists(result));
 }
 
-TEST_CASE("--fit fail refuses IOs past the target; --fit wrap folds them inside", "[root]") {
+TEST_CASE("replay: --fit fail refuses IOs past the target, --fit wrap folds them inside", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(8 * kMiB);
@@ -541,7 +541,7 @@ TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]")
         "true");
 }
 
-TEST_CASE("multi-device traces go to their targets; --device-map reroutes them", "[root]") {
+TEST_CASE("multi-device traces go to their targets, --device-map reroutes them", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice a(16 * kMiB), b(16 * kMiB);
