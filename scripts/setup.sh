@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake ninja-build g++ pkg-config
   clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev
-  liburing-dev libssl-dev libprotobuf-dev protobuf-compiler libzstd-dev zstd
+  liburing-dev libssl-dev libprotobuf-dev protobuf-compiler libzstd-dev zstd libbz2-dev liblzma-dev
+  gzip bzip2 xz-utils
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
   fio blktrace e2fsprogs util-linux chromium
 )

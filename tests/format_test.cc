@@ -529,3 +529,23 @@ TEST_CASE("the same IOs and metadata give the same bytes") {
   }
   CHECK(slurp(dir.file("a.iot")) == slurp(dir.file("b.iot")));
 }
+
+TEST_CASE("IOs with equal issue times keep their arrival order through the reorder window") {
+  TempDir dir;
+  WriterOptions opt;
+  opt.reorder_window_ns = 1'000'000;
+  {
+    TraceWriter w(dir.file("ties.iot"), test_header(1), opt);
+    for (uint64_t i = 0; i < 5000; ++i) {
+      Io io;
+      io.issue_ns = static_cast<int64_t>(i / 100) * 1000;  // runs of 100 equal times
+      io.offset = i * 4096;
+      io.length = 4096;
+      w.append(io);
+    }
+    w.close();
+  }
+  TraceReader r(dir.file("ties.iot"));
+  Io io;
+  for (uint64_t i = 0; r.next(io); ++i) REQUIRE(io.offset == i * 4096);
+}

@@ -39,8 +39,17 @@ std::string serialize(const google::protobuf::MessageLite& m) {
   return out;
 }
 
+// An IO held in the reorder window, numbered in arrival order so that IOs with
+// equal issue times leave in the order they came.
+struct HeldIo {
+  Io io;
+  uint64_t arrival;
+};
+
 struct LaterIssue {
-  bool operator()(const Io& a, const Io& b) const { return a.issue_ns > b.issue_ns; }
+  bool operator()(const HeldIo& a, const HeldIo& b) const {
+    return a.io.issue_ns != b.io.issue_ns ? a.io.issue_ns > b.io.issue_ns : a.arrival > b.arrival;
+  }
 };
 
 }  // namespace
@@ -101,13 +110,13 @@ class TraceWriter::Impl {
       return;
     }
     newest_issue_ = window_.empty() ? io.issue_ns : std::max(newest_issue_, io.issue_ns);
-    window_.push(io);
+    window_.push({io, arrivals_++});
     // newest >= oldest, so their unsigned difference is exact even beyond INT64_MAX.
     while (!window_.empty() &&
            (window_.size() > opt_.reorder_window_ios ||
-            static_cast<uint64_t>(newest_issue_) - static_cast<uint64_t>(window_.top().issue_ns) >
+            static_cast<uint64_t>(newest_issue_) - static_cast<uint64_t>(window_.top().io.issue_ns) >
                 static_cast<uint64_t>(opt_.reorder_window_ns))) {
-      emit(window_.top());
+      emit(window_.top().io);
       window_.pop();
     }
   }
@@ -118,8 +127,8 @@ class TraceWriter::Impl {
   }
 
   void release_before(int64_t t) {
-    while (!window_.empty() && window_.top().issue_ns < t) {
-      emit(window_.top());
+    while (!window_.empty() && window_.top().io.issue_ns < t) {
+      emit(window_.top().io);
       window_.pop();
     }
   }
@@ -285,7 +294,8 @@ class TraceWriter::Impl {
   bool closed_ = false;
 
   std::vector<Io> buffer_;
-  std::priority_queue<Io, std::vector<Io>, LaterIssue> window_;
+  std::priority_queue<HeldIo, std::vector<HeldIo>, LaterIssue> window_;
+  uint64_t arrivals_ = 0;
   int64_t newest_issue_ = 0;
   int64_t last_emitted_issue_ = 0;
   bool have_emitted_ = false;
