@@ -5,7 +5,7 @@
 #   bench/replay_bench.sh BUILD_DIR [afap|timed|all]
 #
 # afap:  4 KiB random reads at QD32 on a tmpfs-backed loop device: iotape
-#        replay --timing afap --qd 32 vs fio io_uring randread, IOPS (3 rounds,
+#        replay --timing afap --qd 32 vs fio io_uring randread, IOPS (5 rounds,
 #        alternating, medians).
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
@@ -41,7 +41,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
   N=400000
   "$GEN" "$W/afap.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
-  for round in 1 2 3; do
+  for round in 1 2 3 4 5; do
     nice -n -20 "$IOTAPE" replay "$W/afap.iotape" --target "$LOOP" -o "$W/afap-result.iotape" --timing afap --qd 32 \
       | awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' >> "$W/iotape.iops"
     nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k --iodepth=32 \

@@ -16,20 +16,26 @@ class BatchQueue {
  public:
   explicit BatchQueue(size_t max_batches) : max_(max_batches) {}
 
-  // Blocks while the queue is full; false when the consumer has closed it.
-  bool push(std::vector<T>&& batch) {
+  // Hands `batch` over, blocking while the queue is full, and leaves in it an
+  // emptied vector the consumer gave back, so that steady-state hand-overs
+  // allocate nothing. False when the consumer has closed the queue.
+  bool push(std::vector<T>& batch) {
     std::unique_lock lock(mu_);
     not_full_.wait(lock, [&] { return q_.size() < max_ || closed_; });
     if (closed_) return false;
     q_.push_back(std::move(batch));
+    batch = take_spare();
     not_empty_.notify_one();
     return true;
   }
-  // Blocks until a batch arrives; false once the queue is closed and empty.
+  // Blocks until a batch arrives and swaps it into `batch` (whose old
+  // contents are dropped); false once the queue is closed and empty.
   bool pop(std::vector<T>& batch) {
     std::unique_lock lock(mu_);
     not_empty_.wait(lock, [&] { return !q_.empty() || closed_; });
     if (q_.empty()) return false;
+    batch.clear();
+    if (batch.capacity() && spares_.size() <= max_) spares_.push_back(std::move(batch));
     batch = std::move(q_.front());
     q_.pop_front();
     not_full_.notify_one();
@@ -46,7 +52,15 @@ class BatchQueue {
  private:
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
+  std::vector<T> take_spare() {
+    if (spares_.empty()) return {};
+    std::vector<T> v = std::move(spares_.back());
+    spares_.pop_back();
+    return v;
+  }
+
   std::deque<std::vector<T>> q_;
+  std::vector<std::vector<T>> spares_;  // emptied batches, capacity kept
   size_t max_;
   bool closed_ = false;
 };

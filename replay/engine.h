@@ -1,5 +1,10 @@
 // The io_uring engine: issues replay IOs on the targets and reports their
-// completions. Single-threaded; the caller decides what to issue and when.
+// completions. Single-threaded: the thread that constructs it is the only one
+// that may use it. The caller decides what to issue and when.
+//
+// Submit as soon as an IO may go rather than collecting a batch: the device
+// (a loop device's worker above all) starts on it while the next one is
+// prepared, where a batch would wait behind the block layer's plug.
 //
 // Write data comes from one registered buffer prefilled once (random by
 // default), read data lands in another; IOs only share them, so memory does
@@ -66,6 +71,8 @@ class UringEngine {
   // Block devices: discard through io_uring (kernel >= 6.12), probed once;
   // otherwise through a blocking BLKDISCARD ioctl.
   bool uring_discard_ = false;
+  bool deferred_ = false;      // IORING_SETUP_DEFER_TASKRUN took
+  bool events_fresh_ = false;  // io_uring_enter ran since the last reap()
 };
 
 }  // namespace iotape::replay

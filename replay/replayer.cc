@@ -228,9 +228,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       ReplayIo io;
       while (schedule.next(io)) {
         batch.push_back(io);
-        if (batch.size() == kBatch && !incoming_q.push(std::exchange(batch, {}))) return;
+        if (batch.size() == kBatch && !incoming_q.push(batch)) return;
       }
-      if (!batch.empty()) incoming_q.push(std::move(batch));
+      if (!batch.empty()) incoming_q.push(batch);
     } catch (...) {
       schedule_error = std::current_exception();
     }
@@ -273,11 +273,19 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   writer.set_metadata("replay.start_ns", std::to_string(start));
   int64_t drained_at = start;  // when the replay last had nothing in flight
   std::vector<UringEngine::Completion> done;
-  std::vector<uint64_t> batch;  // slots prepared for the next submit
   Progress prog;
   prog.planned = p.plan.ios;
   int64_t next_progress = start + 1'000'000'000;
   auto is_done = [&](uint64_t seq) { return seq < head || slots[seq % kSlots].done; };
+  std::vector<uint64_t> pending;  // prepared, not yet submitted
+  auto submit_pending = [&] {
+    if (pending.empty()) return;
+    const int64_t t = monotonic_ns();
+    for (uint64_t seq : pending) slots[seq % kSlots].issue_ns = t;
+    engine.submit();
+    prog.issued += pending.size();
+    pending.clear();
+  };
 
   while (have_next || in_flight > 0) {
     if (have_next && (stop.load(std::memory_order_relaxed) || out.interrupted)) {
@@ -293,29 +301,28 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       if (o.timing == Timing::kOriginal) {
         due = start + next.due_ns;
       } else if (next.idle_ns > 0) {
-        if (in_flight > 0 || !batch.empty()) break;  // the idle gap starts when the replay drains
+        if (in_flight > 0) break;  // the idle gap starts when the replay drains
         due = drained_at + next.idle_ns;
       }
       if (due > now) {
         wake = due;
         break;
       }
-      Slot& s = slots[next_seq % kSlots];
-      s = Slot{next};
+      slots[next_seq % kSlots] = Slot{next};
       engine.prepare(next, next_seq);
+      pending.push_back(next_seq);
       if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
-      batch.push_back(next_seq);
       ++next_seq;
       ++in_flight;
+      const int64_t recorded_at = next.rec_time_ns;
       have_next = incoming.next(next);
+      // IOs recorded at the same instant (a plug or a batch flushed at once)
+      // reach the device in one submission, as they did when recorded; any
+      // other IO goes at once, so the device starts on it while the next one
+      // is prepared.
+      if (!have_next || next.rec_time_ns != recorded_at) submit_pending();
     }
-    if (!batch.empty()) {
-      const int64_t t = monotonic_ns();
-      for (uint64_t seq : batch) slots[seq % kSlots].issue_ns = t;
-      engine.submit();
-      prog.issued += batch.size();
-      batch.clear();
-    }
+    submit_pending();
 
     if (progress && now >= next_progress) {
       prog.elapsed_ns = now - start;
@@ -354,7 +361,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         r.status = s.status;
         r.source_index = static_cast<int64_t>(s.io.source_index);
         finished.push_back({s.io, r, s.issue_ns - start});
-        if (finished.size() == kBatch && !finished_q.push(std::exchange(finished, {}))) out.interrupted = true;
+        if (finished.size() == kBatch && !finished_q.push(finished)) out.interrupted = true;
         ++head;
       }
       continue;  // completions may have unblocked the next IO
@@ -365,7 +372,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);
   }
 
-  if (!finished.empty()) finished_q.push(std::move(finished));
+  if (!finished.empty()) finished_q.push(finished);
   finished_q.close();
   writer_thread.join();
   if (writer_error) std::rethrow_exception(writer_error);

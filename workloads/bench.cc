@@ -112,8 +112,8 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
       free_slots.pop_back();
       slots[tag].issue = now;
       engine.prepare(slots[tag].io, tag);
+      engine.submit();
     }
-    engine.submit();
     if (free_slots.size() == qd) break;
     engine.wait(now + kSecond / 10);
     done.clear();
