@@ -14,6 +14,10 @@ std::string rwbs(const Io& io);
 
 // One line, no newline. `t0` is subtracted from the times of the text format.
 std::string format_text(const Io& io, uint64_t index, const v1::Device* dev, int64_t t0);
+// CSV: the columns of csv_header(). flags are RWBS letters, for people;
+// flag_bits is Io::flags (every flag:: bit, also those RWBS cannot show).
+// Unknown queue and completion times are empty; comm and device_name are
+// quoted the CSV way.
 std::string csv_header();
 std::string format_csv(const Io& io, uint64_t index, const v1::Device* dev);
 std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev);
