@@ -570,6 +570,106 @@ TEST_CASE("csv: exports from before flag_bits and device_name still import", "[i
   require_rows(got.rows, {want});
 }
 
+TEST_CASE("jsonl: importing iotape's own JSON lines export gives every field back", "[interop][jsonl]") {
+  TempDir dir;
+  write_rich_trace(dir.file("t.iot"));
+  require_round_trip(dir.file("t.iot"), "jsonl", dir);
+}
+
+TEST_CASE("csv, jsonl: the real samples' imports come back from their exports unchanged", "[interop][jsonl]") {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> samples = {
+      {"msr", {"msr-hm0-sample.csv"}},
+      {"vscsi", {"cloudphysics-sample.vscsi"}},
+      {"blktrace", {"lvm-sda.blktrace.0", "lvm-sda.blktrace.1"}}};
+  for (const auto& [importer, files] : samples) {
+    std::string inputs;
+    for (const std::string& f : files) {
+      const auto path = test::real_trace(f);
+      if (!path) return;
+      inputs += " " + *path;
+    }
+    for (const std::string format : {"csv", "jsonl"}) {
+      DYNAMIC_SECTION(importer << " through " << format) {
+        TempDir dir;
+        REQUIRE(run(iotape_cmd() + " import " + importer + inputs + " -o " + dir.file("t.iot")).exit_code == 0);
+        require_round_trip(dir.file("t.iot"), format, dir);
+      }
+    }
+  }
+}
+
+TEST_CASE("csv, jsonl: names that are not UTF-8 stay bytes in CSV and become U+FFFD in JSON lines",
+          "[interop][jsonl]") {
+  TempDir dir;
+  {
+    TraceWriter w(dir.file("t.iot"), {});
+    v1::Device d;
+    d.set_name("disk\xff");
+    w.add_device(d);
+    Io io;
+    io.length = 512;
+    io.comm = "p\xfe";
+    w.append(io);
+    w.close();
+  }
+  require_round_trip(dir.file("t.iot"), "csv", dir);
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  const auto back = import_rows("jsonl", {dir.file("t.jsonl")}, dir.file("back.iot"));
+  REQUIRE(back.rows.size() == 1);
+  CHECK(back.rows[0].comm == "p\uFFFD");
+  CHECK(back.rows[0].device == "disk\uFFFD");
+}
+
+TEST_CASE("jsonl: --volume keeps the named devices and the header counts what it skipped", "[interop][jsonl]") {
+  TempDir dir;
+  write_rich_trace(dir.file("t.iot"));
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  REQUIRE(run(iotape_cmd() + " import jsonl " + dir.file("t.jsonl") + " --volume 1 -o " + dir.file("one.iot"))
+              .exit_code == 0);
+  std::vector<Row> want;
+  for (const Row& r : read_rows(dir.file("t.iot")))
+    if (r.device_index == 1) want.push_back(r);
+  v1::TraceHeader h;
+  require_rows(read_rows(dir.file("one.iot"), &h), want);
+  const auto skipped = std::to_string(500 - want.size());
+  CHECK(h.metadata().at("import.records") == "500");
+  CHECK(h.metadata().at("import.skipped") == skipped);
+  CHECK(h.metadata().at("import.skipped.other-volume") == skipped);
+  CHECK(h.source_detail() == "import:jsonl");
+}
+
+TEST_CASE("jsonl: malformed lines fail with file, line and the field", "[interop][jsonl][malformed]") {
+  const std::string ok = R"({"index":0,"device":0,"dev":"8:0","device_name":"sda","op":"read","flags":0,)"
+                         R"("offset":0,"length":4096,"issue_ns":1})";
+  // The valid line with `key`'s value replaced (or the key removed, when `value` is empty).
+  auto with = [&](const std::string& key, const std::string& value) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(ok);
+    if (value.empty())
+      j.erase(key);
+    else
+      j[key] = nlohmann::ordered_json::parse(value);
+    return ok + "\n" + j.dump() + "\n";
+  };
+  require_error("jsonl", ok + "\n{\"index\":0,\n", 2, "not JSON at column");
+  require_error("jsonl", ok + "\nindex,device\n", 2, "not JSON at column");
+  require_error("jsonl", "[1,2]\n", 1, "not a JSON object");
+  require_error("jsonl", with("issue_ns", ""), 2, "no \"issue_ns\" field");
+  require_error("jsonl", with("op", ""), 2, "no \"op\" field");
+  require_error("jsonl", with("offset", "\"4096\""), 2, "offset is not an integer: '\"4096\"'");
+  require_error("jsonl", with("length", "4096.5"), 2, "length is not an integer");
+  require_error("jsonl", with("offset", "-1"), 2, "offset out of range: '-1'");
+  require_error("jsonl", with("pid", "4294967296"), 2, "pid out of range");
+  require_error("jsonl", with("issue_ns", "-9223372036854775808"), 2, "issue_ns out of range");
+  require_error("jsonl", with("op", "\"fly\""), 2, "unknown op 'fly'");
+  require_error("jsonl", with("op", "3"), 2, "op is not a string");
+  require_error("jsonl", with("complete_n", "5"), 2, "unknown field 'complete_n'");
+  require_error("jsonl", with("dev", "\"8-0\""), 2, "dev '8-0' is not MAJOR:MINOR");
+  require_error("jsonl", with("device_name", "\"sdb\""), 2,
+                "device 0 is 8:0 named 'sdb' here but 8:0 named 'sda' before");
+  require_error("jsonl", with("device", "70000"), 2, "device index 70000 is out of range");
+  require_error("jsonl", "", 1, "empty file: no iotape JSON lines records");
+}
+
 TEST_CASE("fio-iolog: iotape's fio iolog export imports back to the same IOs at microsecond precision",
           "[interop][fio]") {
   TempDir dir;
@@ -740,6 +840,8 @@ TEST_CASE("auto: every format is recognised from its first bytes", "[interop][au
   write_rich_trace(dir.file("t.iot"));
   REQUIRE(run(iotape_cmd() + " export csv " + dir.file("t.iot") + " -o " + dir.file("t.csv")).exit_code == 0);
   cases.emplace_back(dir.file("t.csv"), "csv");
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  cases.emplace_back(dir.file("t.jsonl"), "jsonl");
   if (auto msr = test::real_trace("msr-hm0-sample.csv")) cases.emplace_back(*msr, "msr");
   if (auto vscsi = test::real_trace("cloudphysics-sample.vscsi")) cases.emplace_back(*vscsi, "vscsi");
   if (auto cpu0 = test::real_trace("lvm-sda.blktrace.0")) {

@@ -58,7 +58,10 @@ std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
   nlohmann::ordered_json j;
   j["index"] = index;
   j["device"] = io.device;
-  if (dev) j["dev"] = fmt::format("{}:{}", dev->major(), dev->minor());
+  if (dev) {
+    j["dev"] = fmt::format("{}:{}", dev->major(), dev->minor());
+    j["device_name"] = dev->name();
+  }
   j["op"] = op_name(io.op);
   j["flags"] = io.flags;
   j["offset"] = io.offset;

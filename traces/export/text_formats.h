@@ -20,6 +20,11 @@ std::string format_text(const Io& io, uint64_t index, const v1::Device* dev, int
 // quoted the CSV way.
 std::string csv_header();
 std::string format_csv(const Io& io, uint64_t index, const v1::Device* dev);
+// JSON lines: an object with index, device, dev ("MAJ:MIN"), device_name,
+// op, flags (Io::flags), offset, length, queue_ns, issue_ns, complete_ns,
+// status, pid, comm, cgroup, cpu and source_index, leaving out unknown
+// values and defaults (dev and device_name when the device table has no
+// such device). Name bytes that are not UTF-8 become U+FFFD.
 std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev);
 
 }  // namespace iotape
