@@ -6,17 +6,29 @@
 #include <cstring>
 #include <string>
 
+#include "traces/blktrace_layout.h"
+
 namespace iotape::test::blk {
 
-// Actions (low 16 bits) and category bits (high 16 bits).
-inline constexpr uint32_t Q = 1, M = 2, F = 3, G = 4, R = 6, D = 7, C = 8, P = 9, I = 12, X = 13, A = 15;
-inline constexpr uint32_t kCgroup = 1u << 8;
-inline constexpr uint32_t kWrite = 1u << 17, kFlush = 1u << 18, kSync = 1u << 19, kPc = 1u << 25,
-                          kNotify = 1u << 26, kAhead = 1u << 27, kMeta = 1u << 28, kDiscard = 1u << 29,
-                          kFua = 1u << 31;
-inline constexpr uint32_t kProcessName = 0 | kNotify;
+namespace category = blktrace::category;
 
-inline constexpr uint32_t dev(uint32_t major, uint32_t minor) { return major << 20 | minor; }
+// Actions, and category bits where they stand in the action word.
+inline constexpr uint32_t Q = blktrace::kQueue, M = blktrace::kBackmerge, F = blktrace::kFrontmerge,
+                          G = blktrace::kGetrq, R = blktrace::kRequeue, D = blktrace::kIssue, C = blktrace::kComplete,
+                          P = blktrace::kPlug, I = blktrace::kInsert, X = blktrace::kSplit, A = blktrace::kRemap;
+inline constexpr uint32_t kCgroup = blktrace::kCgroupFlag;
+inline constexpr uint32_t kWrite = blktrace::action(0, category::kWrite),
+                          kFlush = blktrace::action(0, category::kFlush),
+                          kSync = blktrace::action(0, category::kSync),
+                          kPc = blktrace::action(0, category::kPassthrough),
+                          kNotify = blktrace::action(0, category::kNotify),
+                          kAhead = blktrace::action(0, category::kAhead),
+                          kMeta = blktrace::action(0, category::kMeta),
+                          kDiscard = blktrace::action(0, category::kDiscard),
+                          kFua = blktrace::action(0, category::kFua);
+inline constexpr uint32_t kProcessName = blktrace::action(blktrace::kNotifyProcessName, category::kNotify);
+
+inline constexpr uint32_t dev(uint32_t major, uint32_t minor) { return blktrace::device(major, minor); }
 
 struct Event {
   uint64_t time = 0;
@@ -32,12 +44,9 @@ struct Event {
 
 namespace detail {
 template <typename T>
-void put(std::string& out, T v, bool swapped) {
-  if (swapped) {
-    if constexpr (sizeof v == 2) v = __builtin_bswap16(v);
-    if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
-    if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
-  }
+void put_big_endian(std::string& out, T v) {
+  if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
+  if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
   char b[sizeof v];
   std::memcpy(b, &v, sizeof v);
   out.append(b, sizeof v);
@@ -47,17 +56,10 @@ void put(std::string& out, T v, bool swapped) {
 // Appends `e` as a record, in this machine's byte order or the other one.
 // Payloads are copied as given (remap and split payloads are big-endian anyway).
 inline void append(std::string& out, const Event& e, bool swapped = false) {
-  detail::put<uint32_t>(out, 0x65617407, swapped);
-  detail::put<uint32_t>(out, 0, swapped);
-  detail::put<uint64_t>(out, e.time, swapped);
-  detail::put<uint64_t>(out, e.sector, swapped);
-  detail::put<uint32_t>(out, e.bytes, swapped);
-  detail::put<uint32_t>(out, e.action, swapped);
-  detail::put<uint32_t>(out, e.pid, swapped);
-  detail::put<uint32_t>(out, e.device, swapped);
-  detail::put<uint32_t>(out, e.cpu, swapped);
-  detail::put<uint16_t>(out, e.error, swapped);
-  detail::put<uint16_t>(out, static_cast<uint16_t>(e.payload.size()), swapped);
+  blktrace::Record r{blktrace::kMagic | blktrace::kVersion, 0, e.time, e.sector, e.bytes, e.action, e.pid, e.device,
+                     e.cpu, e.error, static_cast<uint16_t>(e.payload.size())};
+  if (swapped) r = blktrace::byte_swapped(r);
+  out.append(reinterpret_cast<const char*>(&r), sizeof r);
   out += e.payload;
 }
 
@@ -65,16 +67,16 @@ inline void append(std::string& out, const Event& e, bool swapped = false) {
 // little-endian machine.
 inline std::string be64(uint64_t v) {
   std::string s;
-  detail::put<uint64_t>(s, v, true);
+  detail::put_big_endian<uint64_t>(s, v);
   return s;
 }
 
 // Payload of an A event: the bio came from (from_dev, from_sector) to to_dev.
 inline std::string remap(uint32_t from_dev, uint32_t to_dev, uint64_t from_sector) {
   std::string s;
-  detail::put<uint32_t>(s, from_dev, true);
-  detail::put<uint32_t>(s, to_dev, true);
-  detail::put<uint64_t>(s, from_sector, true);
+  detail::put_big_endian<uint32_t>(s, from_dev);
+  detail::put_big_endian<uint32_t>(s, to_dev);
+  detail::put_big_endian<uint64_t>(s, from_sector);
   return s;
 }
 

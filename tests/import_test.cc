@@ -13,6 +13,7 @@
 
 #include "tests/blktrace_records.h"
 #include "tests/test_support.h"
+#include "traces/blktrace_layout.h"
 #include "traces/error.h"
 #include "traces/import/importer.h"
 #include "traces/reader.h"
@@ -505,32 +506,31 @@ int64_t first_issue(const std::vector<Row>& rows) {
   return std::min_element(rows.begin(), rows.end())->issue_ns;
 }
 
+// The fixed part of the blktrace record at byte `at`, as written.
+blktrace::Record record_at(const std::string& bytes, size_t at) {
+  blktrace::Record r;
+  std::memcpy(&r, bytes.data() + at, sizeof r);
+  return r;
+}
+
 // A copy of a blktrace file in the other byte order (payloads kept: the
 // importer reads only comm strings and big-endian payloads from them).
 std::string byte_swapped(const std::string& bytes) {
   std::string out;
-  for (size_t at = 0; at + 48 <= bytes.size();) {
-    const char* p = bytes.data() + at;
-    blk::Event e;
-    e.time = get_le<uint64_t>(p + 8);
-    e.sector = get_le<uint64_t>(p + 16);
-    e.bytes = get_le<uint32_t>(p + 24);
-    e.action = get_le<uint32_t>(p + 28);
-    e.pid = get_le<uint32_t>(p + 32);
-    e.device = get_le<uint32_t>(p + 36);
-    e.cpu = get_le<uint32_t>(p + 40);
-    e.error = get_le<uint16_t>(p + 44);
-    const uint16_t pdu = get_le<uint16_t>(p + 46);
-    e.payload = bytes.substr(at + 48, pdu);
-    blk::append(out, e, true);
-    at += 48 + pdu;
+  for (size_t at = 0; at + sizeof(blktrace::Record) <= bytes.size();) {
+    const blktrace::Record r = record_at(bytes, at);
+    const blktrace::Record swapped = blktrace::byte_swapped(r);
+    out.append(reinterpret_cast<const char*>(&swapped), sizeof swapped);
+    out.append(bytes, at + sizeof r, r.pdu_len);
+    at += sizeof r + r.pdu_len;
   }
   return out;
 }
 
 uint64_t count_records(const std::string& bytes) {
   uint64_t n = 0;
-  for (size_t at = 0; at + 48 <= bytes.size(); ++n) at += 48 + get_le<uint16_t>(bytes.data() + at + 46);
+  for (size_t at = 0; at + sizeof(blktrace::Record) <= bytes.size(); ++n)
+    at += sizeof(blktrace::Record) + record_at(bytes, at).pdu_len;
   return n;
 }
 

@@ -11,26 +11,26 @@ namespace iotape {
 namespace {
 
 using blk::TraceEvent;
-namespace category = blk::category;
+namespace category = blktrace::category;
 
 // The action of a blkparse action column ("Q", "UT", ...); 0 for a message.
 uint32_t action_of(const FieldParser& p, std::string_view a) {
-  if (a == "UT") return blk::kUnplugTimer;
+  if (a == "UT") return blktrace::kUnplugTimer;
   if (a.size() == 1) switch (a[0]) {
-      case 'Q': return blk::kQueue;
-      case 'M': return blk::kBackmerge;
-      case 'F': return blk::kFrontmerge;
-      case 'G': return blk::kGetrq;
-      case 'S': return blk::kSleeprq;
-      case 'R': return blk::kRequeue;
-      case 'D': return blk::kIssue;
-      case 'C': return blk::kComplete;
-      case 'P': return blk::kPlug;
-      case 'U': return blk::kUnplug;
-      case 'I': return blk::kInsert;
-      case 'X': return blk::kSplit;
-      case 'B': return blk::kBounce;
-      case 'A': return blk::kRemap;
+      case 'Q': return blktrace::kQueue;
+      case 'M': return blktrace::kBackmerge;
+      case 'F': return blktrace::kFrontmerge;
+      case 'G': return blktrace::kGetrq;
+      case 'S': return blktrace::kSleeprq;
+      case 'R': return blktrace::kRequeue;
+      case 'D': return blktrace::kIssue;
+      case 'C': return blktrace::kComplete;
+      case 'P': return blktrace::kPlug;
+      case 'U': return blktrace::kUnplug;
+      case 'I': return blktrace::kInsert;
+      case 'X': return blktrace::kSplit;
+      case 'B': return blktrace::kBounce;
+      case 'A': return blktrace::kRemap;
       case 'm': return 0;
     }
   p.fail("unknown action " + quote_field(a));
@@ -65,7 +65,7 @@ uint32_t device_of(const FieldParser& p, std::string_view d) {
   if (comma == std::string_view::npos) p.fail("device " + quote_field(d) + " is not MAJOR,MINOR");
   const uint64_t major = p.number(d.substr(0, comma), "major"), minor = p.number(d.substr(comma + 1), "minor");
   if (major > 0xfff || minor > 0xfffff) p.fail("device " + quote_field(d) + " is out of range");
-  return static_cast<uint32_t>(major << 20 | minor);
+  return blktrace::device(static_cast<uint32_t>(major), static_cast<uint32_t>(minor));
 }
 
 // The summary blkparse prints after the events: "CPU0 (name):", "Total (name):".
@@ -113,8 +113,8 @@ class TextEvents {
     std::array<std::string_view, 6> d;
     const size_t dn = split_fields(details, ' ', d);
     if (dn > d.size()) p.fail("unexpected details " + quote_field(details));
-    const bool error_tail = what == blk::kComplete || what == blk::kRequeue;
-    if (what == blk::kRemap) {
+    const bool error_tail = what == blktrace::kComplete || what == blktrace::kRequeue;
+    if (what == blktrace::kRemap) {
       // SECTOR + N <- (M,m) FROM
       if (dn != 6 || d[1] != "+" || d[3] != "<-" || !d[4].starts_with('(') || !d[4].ends_with(')'))
         p.fail("remap details are not 'SECTOR + N <- (M,m) SECTOR': " + quote_field(details));
@@ -123,7 +123,7 @@ class TextEvents {
       ev_.remap_from_dev = device_of(p, d[4].substr(1, d[4].size() - 2));
       ev_.remap_to_dev = ev_.dev;
       ev_.remap_from_sector = p.number(d[5], "sector");
-    } else if (what == blk::kSplit) {
+    } else if (what == blktrace::kSplit) {
       if (dn != 3 || d[1] != "/") p.fail("split details are not 'SECTOR / SECTOR': " + quote_field(details));
       ev_.sector = p.number(d[0], "sector");
       ev_.split_sector = p.number(d[2], "sector");
@@ -135,14 +135,14 @@ class TextEvents {
       ev_.bytes = blocks_to_bytes(p, d[2]);
     } else if (dn >= 1 && error_tail) {  // a completion of zero bytes: its sector only
       ev_.sector = p.number(d[0], "sector");
-    } else if (dn >= 1 && what != blk::kUnplug && what != blk::kUnplugTimer) {
+    } else if (dn >= 1 && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
       c |= category::kPassthrough;  // passthrough requests print their byte count, no sector
     }
     if (error_tail) {
       const int64_t e = tail.empty() ? 0 : p.signed_number(tail, "error");
       if (e < INT16_MIN || e > UINT16_MAX) p.fail("error " + std::to_string(e) + " is out of range");
       ev_.error = static_cast<uint16_t>(e);
-    } else if (tail != "(null)" && what != blk::kUnplug && what != blk::kUnplugTimer) {
+    } else if (tail != "(null)" && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
       comm_ = printable(tail);  // names in a trace must be UTF-8
       ev_.comm = comm_;
     }

@@ -5,18 +5,13 @@
 #include <queue>
 #include <string_view>
 
+#include "traces/blktrace_layout.h"
 #include "traces/error.h"
 #include "traces/import/block_io_assembler.h"
 
 namespace iotape {
 namespace {
 
-constexpr uint32_t kMagic = 0x65617400;  // low byte: format version
-constexpr uint32_t kVersion = 0x07;
-constexpr size_t kRecordSize = 48;
-constexpr uint32_t kCgroupFlag = 1u << 8;  // a u64 cgroup id leads the payload
-
-uint16_t bswap(uint16_t v) { return __builtin_bswap16(v); }
 uint32_t bswap(uint32_t v) { return __builtin_bswap32(v); }
 uint64_t bswap(uint64_t v) { return __builtin_bswap64(v); }
 
@@ -42,29 +37,26 @@ class EventStream {
 
   // Reads the next event; false at the end of the input.
   bool next() {
-    char h[kRecordSize];
-    const size_t got = read_bytes(*in_.stream, h, sizeof h);
+    blktrace::Record h;
+    const size_t got = read_bytes(*in_.stream, reinterpret_cast<char*>(&h), sizeof h);
     if (got == 0) return false;
     if (got < sizeof h)
-      throw error_at_byte(in_.name, pos_, "truncated record: " + std::to_string(got) + " of 48 bytes");
-    if (pos_ == 0) {
-      const uint32_t raw = get<uint32_t>(h);
-      swap_ = (raw & 0xffffff00) != kMagic && (bswap(raw) & 0xffffff00) == kMagic;
-    }
-    const uint32_t magic = get<uint32_t>(h);
-    if ((magic & 0xffffff00) != kMagic)
-      throw error_at_byte(in_.name, pos_, "bad magic: not a blktrace record");
-    if ((magic & 0xff) != kVersion)
-      throw error_at_byte(in_.name, pos_, "unsupported blktrace version " + std::to_string(magic & 0xff));
-    ev_.time = get<uint64_t>(h + 8);
-    ev_.sector = get<uint64_t>(h + 16);
-    ev_.bytes = get<uint32_t>(h + 24);
-    ev_.action = get<uint32_t>(h + 28);
-    ev_.pid = get<uint32_t>(h + 32);
-    ev_.dev = get<uint32_t>(h + 36);
-    ev_.cpu = get<uint32_t>(h + 40);
-    ev_.error = get<uint16_t>(h + 44);
-    const uint16_t pdu_len = get<uint16_t>(h + 46);
+      throw error_at_byte(in_.name, pos_,
+                          "truncated record: " + std::to_string(got) + " of " + std::to_string(sizeof h) + " bytes");
+    if (pos_ == 0) swap_ = !blktrace::is_magic(h.magic) && blktrace::is_magic(bswap(h.magic));
+    if (swap_) h = blktrace::byte_swapped(h);
+    if (!blktrace::is_magic(h.magic)) throw error_at_byte(in_.name, pos_, "bad magic: not a blktrace record");
+    if ((h.magic & 0xff) != blktrace::kVersion)
+      throw error_at_byte(in_.name, pos_, "unsupported blktrace version " + std::to_string(h.magic & 0xff));
+    ev_.time = h.time;
+    ev_.sector = h.sector;
+    ev_.bytes = h.bytes;
+    ev_.action = h.action;
+    ev_.pid = h.pid;
+    ev_.dev = h.device;
+    ev_.cpu = h.cpu;
+    ev_.error = h.error;
+    const uint16_t pdu_len = h.pdu_len;
     if (ev_.time > static_cast<uint64_t>(INT64_MAX))
       throw error_at_byte(in_.name, pos_, "timestamp " + std::to_string(ev_.time) + " is out of range");
     pdu_.resize(pdu_len);
@@ -73,7 +65,7 @@ class EventStream {
                           "truncated record: payload of " + std::to_string(pdu_len) + " bytes cut short");
     std::string_view payload = pdu_;
     ev_.cgroup = 0;
-    if (ev_.action & kCgroupFlag) {
+    if (ev_.action & blktrace::kCgroupFlag) {
       if (payload.size() < sizeof(uint64_t))
         throw error_at_byte(in_.name, pos_, "cgroup flag set but the payload has no cgroup id");
       ev_.cgroup = get<uint64_t>(payload.data());
@@ -99,7 +91,7 @@ class EventStream {
 
   // The payload values the assembler uses; a payload too short for them is an error.
   void decode_payload(std::string_view payload) {
-    using namespace blk;
+    using namespace blktrace;
     ev_.comm = {};
     const uint32_t c = ev_.categories();
     if (c & category::kNotify) {

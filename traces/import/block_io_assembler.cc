@@ -7,6 +7,9 @@
 #include "traces/error.h"
 
 namespace iotape::blk {
+
+using namespace blktrace;  // events carry blktrace's action codes and category bits
+
 namespace {
 
 constexpr uint64_t kSector = 512;
@@ -299,8 +302,8 @@ class BlockIoAssembler::Impl {
     auto [it, added] = devices_.try_emplace(dev, 0);
     if (added) {
       v1::Device d;
-      d.set_major(dev >> 20);
-      d.set_minor(dev & 0xfffff);
+      d.set_major(major_of(dev));
+      d.set_minor(minor_of(dev));
       d.set_name(std::to_string(d.major()) + "," + std::to_string(d.minor()));
       it->second = out_.add_device(d);
     }

@@ -22,53 +22,21 @@
 #include <string>
 #include <string_view>
 
+#include "traces/blktrace_layout.h"
 #include "traces/error.h"
 #include "traces/import/importer.h"
 #include "traces/writer.h"
 
 namespace iotape::blk {
 
-// Actions (the low 16 bits of blk_io_trace.action).
-enum Action : uint32_t {
-  kQueue = 1,
-  kBackmerge = 2,
-  kFrontmerge = 3,
-  kGetrq = 4,
-  kSleeprq = 5,
-  kRequeue = 6,
-  kIssue = 7,
-  kComplete = 8,
-  kPlug = 9,
-  kUnplug = 10,
-  kUnplugTimer = 11,
-  kInsert = 12,
-  kSplit = 13,
-  kBounce = 14,
-  kRemap = 15,
-};
-inline constexpr uint32_t kNotifyProcessName = 0;
-
-// Category bits (the high 16 bits of the action, shifted down).
-namespace category {
-inline constexpr uint32_t kWrite = 1u << 1;
-inline constexpr uint32_t kFlush = 1u << 2;
-inline constexpr uint32_t kSync = 1u << 3;
-inline constexpr uint32_t kPassthrough = 1u << 9;
-inline constexpr uint32_t kNotify = 1u << 10;
-inline constexpr uint32_t kAhead = 1u << 11;
-inline constexpr uint32_t kMeta = 1u << 12;
-inline constexpr uint32_t kDiscard = 1u << 13;
-inline constexpr uint32_t kFua = 1u << 15;
-}  // namespace category
-
 // One event, whichever form it was read from.
 struct TraceEvent {
   uint64_t time = 0;    // ns
   uint64_t sector = 0;  // 512 B units
   uint32_t bytes = 0;
-  uint32_t action = 0;  // blk_io_trace.action: action | categories << 16
+  uint32_t action = 0;  // as blktrace::Record::action
   uint32_t pid = 0;
-  uint32_t dev = 0;     // major << 20 | minor
+  uint32_t dev = 0;     // as blktrace::Record::device
   uint32_t cpu = 0;
   uint16_t error = 0;
   uint64_t cgroup = 0;

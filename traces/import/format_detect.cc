@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include "traces/blktrace_layout.h"
 #include "traces/error.h"
 #include "traces/import/decompress_stream.h"
 #include "traces/import/input.h"
@@ -82,8 +83,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
   if (head.size() >= 4) {
     uint32_t magic;
     std::memcpy(&magic, head.data(), 4);
-    if ((magic & 0xffffff00) == 0x65617400 || (__builtin_bswap32(magic) & 0xffffff00) == 0x65617400)
-      return "blktrace";
+    if (blktrace::is_magic(magic) || blktrace::is_magic(__builtin_bswap32(magic))) return "blktrace";
   }
   if (!is_text(head)) {
     // vscsi has no magic: its version byte sits at offset 15 (v1) or 3 (v2).
@@ -104,7 +104,6 @@ std::string detect_format(std::istream& in, const std::string& name) {
   const std::string_view first = lines[0];
   if (first == "fio version 2 iolog" || first == "fio version 3 iolog") return "fio-iolog";
   if (first.starts_with("index,device,major,minor,op,flags,")) return "csv";
-  if (first.starts_with('{')) return "jsonl";  // no other format starts with an object
   if (first.starts_with("Timestamp,Response,IOType,LUN,Offset,Size")) return "systor";
   if (first.starts_with("device_id,opcode,offset,length,timestamp")) return "alibaba";
   if (first.starts_with("Timestamp,Offset,Size,IOType,VolumeID")) return "tencent";
