@@ -72,7 +72,8 @@ void add_import_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("-o,--output", o->output, "The iotape trace to write")->required();
   sub->add_option("--volume", o->volumes,
-                  "Import only this volume (LUN, VolumeID, device_id, ASU, devno, fio file); repeatable");
+                  "Import only this volume (LUN, VolumeID, device_id, ASU, devno, fio file, csv/jsonl device index); "
+                  "repeatable");
   sub->add_option("--zstd-level", o->zstd_level, "zstd compression level of the chunks")->check(CLI::Range(1, 22));
   sub->callback([o] { run_import(*o); });
 }

@@ -1,8 +1,8 @@
 // Exports are checked by the tools that read them: blkparse, btt and fio.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -17,11 +17,6 @@ using iotape::test::TempDir;
 namespace {
 
 std::string iotape_cmd() { return iotape::test::iotape_binary(); }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 std::vector<Io> read_ios(const std::string& path, std::vector<std::string>* comms) {
   TraceReader r(path);
@@ -78,20 +73,27 @@ void write_synthetic(const std::string& path, size_t n) {
   w.close();
 }
 
+// Imports the real blktrace sample (both per-CPU files) into `trace`; returns
+// the files' prefix as blkparse takes it, or nullopt when they are absent.
+std::optional<std::string> import_real_sample(const std::string& trace) {
+  auto part0 = iotape::test::real_trace("lvm-sda.blktrace.0");
+  auto part1 = iotape::test::real_trace("lvm-sda.blktrace.1");
+  if (!part0 || !part1) return std::nullopt;
+  REQUIRE(run(iotape_cmd() + " import blktrace " + *part0 + " " + *part1 + " -o " + trace).exit_code == 0);
+  return part0->substr(0, part0->rfind(".blktrace."));
+}
+
 }  // namespace
 
 TEST_CASE("blkparse reads the blktrace export of the real sample with the same counts") {
-  auto part0 = iotape::test::real_trace("lvm-sda.blktrace.0");
-  auto part1 = iotape::test::real_trace("lvm-sda.blktrace.1");
-  if (!part0 || !part1) return;
   TempDir dir;
-  REQUIRE(run(iotape_cmd() + " import blktrace " + *part0 + " " + *part1 + " -o " + dir.file("t.iot")).exit_code ==
-          0);
+  const auto prefix = import_real_sample(dir.file("t.iot"));
+  if (!prefix) return;
   REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("t.iot") + " -o " + dir.file("t.bin")).exit_code == 0);
   auto ours = run("blkparse -i - < " + dir.file("t.bin"));
   REQUIRE(ours.exit_code == 0);
   // The original, as blkparse reads it: only 8,0's completions are IOs iotape keeps.
-  auto original = run("cd " + dir.path() + " && blkparse -i " + part0->substr(0, part0->rfind(".blktrace.")) +
+  auto original = run("cd " + dir.path() + " && blkparse -i " + *prefix +
                       " -a complete -f '%M,%m %a %n\\n' | grep '^8,0 C' | awk '{n++; s+=$3} END {print n, s*512}'");
   REQUIRE(original.exit_code == 0);
   std::istringstream os(original.output);
@@ -110,21 +112,56 @@ TEST_CASE("blkparse reads the blktrace export of the real sample with the same c
   CHECK(text.output == events);
 }
 
-TEST_CASE("btt's D2C average matches the trace's own") {
-  TempDir dir;
-  write_synthetic(dir.file("s.iot"), 2000);
-  REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("s.iot") + " -o " + dir.file("s.bin")).exit_code == 0);
-  auto btt = run("cd " + dir.path() + " && btt -i s.bin");
+namespace {
+
+// btt's D2C row ("ALL" devices) for the blktrace export of `trace`: the
+// average in seconds, printed to the nanosecond, and the IO count.
+std::pair<double, uint64_t> btt_d2c(const TempDir& dir, const std::string& trace) {
+  REQUIRE(run(iotape_cmd() + " export blktrace " + trace + " -o " + dir.file("btt.bin")).exit_code == 0);
+  auto btt = run("cd " + dir.path() + " && btt -i btt.bin");
   REQUIRE(btt.exit_code == 0);
   std::smatch m;
   REQUIRE(std::regex_search(btt.output, m, std::regex(R"(D2C\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+))")));
-  const double btt_avg_s = std::stod(m[2]);
-  CHECK(std::stoull(m[4]) == 2000);
-  // The hand-computed mean of (completion - issue) of the IOs written above.
-  double sum = 0;
-  for (size_t i = 0; i < 2000; ++i) sum += 80'000 + static_cast<double>(i % 11) * 3000;
-  // btt prints seconds with nine decimals: equal within that rounding.
-  CHECK(std::abs(btt_avg_s - sum / 2000 / 1e9) <= 0.5e-9);
+  return {std::stod(m[2]), std::stoull(m[4])};
+}
+
+// `iotape report --json`'s device-to-completion latency of reads and writes.
+nlohmann::json report_d2c(const std::string& trace) {
+  auto r = run("{ " + iotape_cmd() + " report --json " + trace + " 2>/dev/null; }");
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.output)["latency_ns"]["all"];
+}
+
+// btt's D2C average is iotape report's mean latency (returned): both round
+// the same mean to the nanosecond, so they differ by at most one.
+nlohmann::json require_btt_d2c_is_report(const TempDir& dir, const std::string& trace) {
+  const auto [btt_avg_s, btt_ios] = btt_d2c(dir, trace);
+  const auto report = report_d2c(trace);
+  INFO("btt " << btt_avg_s << " s over " << btt_ios << " IOs; iotape report " << report.dump());
+  CHECK(btt_ios == report["count"].get<uint64_t>());
+  CHECK(std::abs(btt_avg_s * 1e9 - report["mean"].get<double>()) <= 1.0);
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("btt's D2C average matches iotape report's latency mean") {
+  SECTION("synthetic trace") {
+    TempDir dir;
+    write_synthetic(dir.file("s.iot"), 2000);
+    const auto report = require_btt_d2c_is_report(dir, dir.file("s.iot"));
+    CHECK(report["count"] == 2000);
+    // And both are the mean of (completion - issue) of the IOs written.
+    double sum = 0;
+    for (size_t i = 0; i < 2000; ++i) sum += 80'000 + static_cast<double>(i % 11) * 3000;
+    CHECK(std::abs(report["mean"].get<double>() - sum / 2000) <= 0.5);
+  }
+  SECTION("the real blktrace sample") {
+    TempDir dir;
+    if (!import_real_sample(dir.file("t.iot"))) return;
+    // btt reads the export: on the original files it also counts the 4 bios merged into other requests.
+    CHECK(require_btt_d2c_is_report(dir, dir.file("t.iot"))["count"] == 109);
+  }
 }
 
 TEST_CASE("blktrace export round-trips through the blktrace importer") {

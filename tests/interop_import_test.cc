@@ -463,23 +463,21 @@ TEST_CASE("blkparse: flush, FUA, discard, readahead, meta, errors, splits, merge
 
 namespace {
 
-// A trace using every field: several devices, unknown and known times,
-// errors, names with commas and quotes, flags of every RWBS letter.
-std::vector<Row> write_rich_trace(const std::string& path) {
+// A trace using every field: several devices (one without major and minor,
+// names with commas and quotes), unknown and known times, errors, process
+// names with commas, quotes and UTF-8, every op with every flag bit.
+void write_rich_trace(const std::string& path) {
   v1::TraceHeader h;
   h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
-  WriterOptions wo;
-  TraceWriter w(path, h, wo);
-  v1::Device sda, nvme;
-  sda.set_major(8), sda.set_minor(0), sda.set_name("8,0");
-  nvme.set_major(259), nvme.set_minor(1), nvme.set_name("259,1");
-  w.add_device(sda);
-  w.add_device(nvme);
-  std::vector<Row> rows;
+  TraceWriter w(path, h);
+  for (const auto& [major, minor, name] : {std::tuple<uint32_t, uint32_t, std::string>{8, 0, "sda"},
+                                           {259, 1, "nvme0n1"}, {0, 0, "vol \"7\", tier 2"}}) {
+    v1::Device d;
+    d.set_major(major), d.set_minor(minor), d.set_name(name);
+    w.add_device(d);
+  }
   std::mt19937_64 rng(7);
-  const char* comms[] = {"", "fio", "kworker/u256:1", "a,b", "say \"hi\"", "x y"};
-  const uint32_t flag_sets[] = {0, flag::kSync, flag::kFua | flag::kSync, flag::kPreflush | flag::kFua,
-                                flag::kMeta | flag::kReadahead, flag::kPreflush | flag::kSync | flag::kMeta};
+  const char* comms[] = {"", "fio", "kworker/u256:1", "a,b", "say \"hi\"", "x y", "caf\u00e9"};
   int64_t t = 1'000'000'007;
   for (int i = 0; i < 500; ++i) {
     t += i % 3 ? static_cast<int64_t>(rng() % 3'000'000) : 0;  // a third tie with the IO before
@@ -488,23 +486,51 @@ std::vector<Row> write_rich_trace(const std::string& path) {
     io.queue_ns = i % 4 == 0 ? kNoTime : t - static_cast<int64_t>(rng() % 5000);
     io.complete_ns = i % 5 == 0 ? kNoTime : t + static_cast<int64_t>(rng() % 900'000);
     io.op = static_cast<Op>(rng() % kOpCount);
-    io.flags = io.op == Op::kFlush ? flag_sets[rng() % 3] & ~flag::kPreflush : flag_sets[rng() % 6];
+    io.flags = static_cast<uint32_t>(rng() % (flag::kNoMerge << 1));  // any mix of the flag:: bits
     io.offset = (rng() % (1ull << 30)) * 512;
     io.length = io.op == Op::kFlush ? 0 : (1 + rng() % 256) * 512;
-    io.device = static_cast<uint32_t>(rng() % 2);
+    io.device = static_cast<uint32_t>(rng() % 3);
     io.status = i % 17 == 0 ? -5 : 0;
     io.pid = static_cast<uint32_t>(rng() % 40000);
-    io.comm = comms[rng() % 6];
+    io.comm = comms[rng() % std::size(comms)];
     io.cgroup = i % 3 == 0 ? 0 : rng() % 100000;
     io.cpu = static_cast<int32_t>(rng() % 3) - 1;
     io.source_index = i % 2 ? -1 : i;
     w.append(io);
-    rows.push_back({io.device ? "259,1" : "8,0", io.issue_ns, io.offset, io.length, io.op, io.complete_ns,
-                    io.queue_ns, io.flags, io.status, io.pid, std::string(io.comm), io.cgroup, io.cpu,
-                    io.source_index, io.device});
   }
   w.close();
-  return rows;
+}
+
+// What a per-IO export carries of the device table: the devices IOs use, by
+// index, with their major, minor and name.
+std::map<uint32_t, std::tuple<uint32_t, uint32_t, std::string>> used_devices(const std::string& path) {
+  TraceReader reader(path);
+  std::map<uint32_t, std::tuple<uint32_t, uint32_t, std::string>> used;
+  for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch())
+    for (const Io& io : batch) {
+      const v1::Device& d = reader.header().devices(static_cast<int>(io.device));
+      used.try_emplace(io.device, d.major(), d.minor(), d.name());
+    }
+  return used;
+}
+
+// Exports `trace` with `iotape export FORMAT` and imports it back with the
+// importer of the same name, from the library and from the command line:
+// every IO and every device they use must come back as it was.
+void require_round_trip(const std::string& trace, const std::string& format, const TempDir& dir) {
+  INFO(format << " round trip of " << trace);
+  const std::string exported = dir.file("exported." + format);
+  REQUIRE(run(iotape_cmd() + " export " + format + " " + trace + " -o " + exported).exit_code == 0);
+  const auto original = read_rows(trace);
+  REQUIRE_FALSE(original.empty());
+  const auto back = import_rows(format, {exported}, dir.file("back.iot"));
+  require_rows(back.rows, original);
+  CHECK(back.report.ios == original.size());
+  CHECK(back.report.skipped == 0);
+  CHECK(used_devices(dir.file("back.iot")) == used_devices(trace));
+  const auto cli = run(iotape_cmd() + " import " + format + " " + exported + " -o " + dir.file("cli.iot"));
+  REQUIRE(cli.exit_code == 0);
+  require_rows(read_rows(dir.file("cli.iot")), original);
 }
 
 }  // namespace
@@ -512,18 +538,136 @@ std::vector<Row> write_rich_trace(const std::string& path) {
 TEST_CASE("csv: importing iotape's own CSV export gives every field back", "[interop][csv]") {
   TempDir dir;
   write_rich_trace(dir.file("t.iot"));
+  require_round_trip(dir.file("t.iot"), "csv", dir);
   const auto original = read_rows(dir.file("t.iot"));
-  REQUIRE(run(iotape_cmd() + " export csv " + dir.file("t.iot") + " -o " + dir.file("t.csv")).exit_code == 0);
-  const auto back = import_rows("csv", {dir.file("t.csv")}, dir.file("back.iot"));
-  require_rows(back.rows, original);
-  REQUIRE(run(iotape_cmd() + " import csv " + dir.file("t.csv") + " -o " + dir.file("cli.iot")).exit_code == 0);
-  require_rows(read_rows(dir.file("cli.iot")), original);
+  // Every flag bit, the preflush of a flush included, which RWBS letters cannot show.
+  uint32_t seen = 0;
+  bool flush_preflush = false;
+  for (const Row& r : original) {
+    seen |= r.flags;
+    flush_preflush |= r.op == Op::kFlush && (r.flags & flag::kPreflush);
+  }
+  CHECK(seen == (flag::kNoMerge << 1) - 1);
+  CHECK(flush_preflush);
 
   // With a tiny sort run the rows still come back in trace order, ties included.
   ImportOptions tiny;
   tiny.sort_run_ios = 7;
   tiny.spill_dir = dir.path();
-  require_rows(import_rows("csv", {dir.file("t.csv")}, dir.file("tiny.iot"), tiny).rows, original);
+  require_rows(import_rows("csv", {dir.file("exported.csv")}, dir.file("tiny.iot"), tiny).rows, original);
+}
+
+TEST_CASE("csv: exports from before flag_bits and device_name still import", "[interop][csv]") {
+  TempDir dir;
+  write_file(dir.file("old.csv"),
+             "index,device,major,minor,op,flags,offset,length,queue_ns,issue_ns,complete_ns,status,pid,comm,cgroup,"
+             "cpu,source_index\n"
+             "0,1,8,16,write,FWFS,4096,8192,90,100,250,0,42,\"a,b\",7,1,-1\n");
+  const auto got = import_rows("csv", {dir.file("old.csv")}, dir.file("t.iot"));
+  Row want = io_row("8,16", 100, Op::kWrite, 4096, 8192, 250);
+  want.queue_ns = 90, want.flags = flag::kPreflush | flag::kFua | flag::kSync, want.pid = 42, want.comm = "a,b";
+  want.cgroup = 7, want.cpu = 1, want.device_index = 1;
+  require_rows(got.rows, {want});
+}
+
+TEST_CASE("jsonl: importing iotape's own JSON lines export gives every field back", "[interop][jsonl]") {
+  TempDir dir;
+  write_rich_trace(dir.file("t.iot"));
+  require_round_trip(dir.file("t.iot"), "jsonl", dir);
+}
+
+TEST_CASE("csv, jsonl: the real samples' imports come back from their exports unchanged", "[interop][jsonl]") {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> samples = {
+      {"msr", {"msr-hm0-sample.csv"}},
+      {"vscsi", {"cloudphysics-sample.vscsi"}},
+      {"blktrace", {"lvm-sda.blktrace.0", "lvm-sda.blktrace.1"}}};
+  for (const auto& [importer, files] : samples) {
+    std::string inputs;
+    for (const std::string& f : files) {
+      const auto path = test::real_trace(f);
+      if (!path) return;
+      inputs += " " + *path;
+    }
+    for (const std::string format : {"csv", "jsonl"}) {
+      DYNAMIC_SECTION(importer << " through " << format) {
+        TempDir dir;
+        REQUIRE(run(iotape_cmd() + " import " + importer + inputs + " -o " + dir.file("t.iot")).exit_code == 0);
+        require_round_trip(dir.file("t.iot"), format, dir);
+      }
+    }
+  }
+}
+
+TEST_CASE("csv, jsonl: names that are not UTF-8 stay bytes in CSV and become U+FFFD in JSON lines",
+          "[interop][jsonl]") {
+  TempDir dir;
+  {
+    TraceWriter w(dir.file("t.iot"), {});
+    v1::Device d;
+    d.set_name("disk\xff");
+    w.add_device(d);
+    Io io;
+    io.length = 512;
+    io.comm = "p\xfe";
+    w.append(io);
+    w.close();
+  }
+  require_round_trip(dir.file("t.iot"), "csv", dir);
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  const auto back = import_rows("jsonl", {dir.file("t.jsonl")}, dir.file("back.iot"));
+  REQUIRE(back.rows.size() == 1);
+  CHECK(back.rows[0].comm == "p\uFFFD");
+  CHECK(back.rows[0].device == "disk\uFFFD");
+}
+
+TEST_CASE("jsonl: --volume keeps the named devices and the header counts what it skipped", "[interop][jsonl]") {
+  TempDir dir;
+  write_rich_trace(dir.file("t.iot"));
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  REQUIRE(run(iotape_cmd() + " import jsonl " + dir.file("t.jsonl") + " --volume 1 -o " + dir.file("one.iot"))
+              .exit_code == 0);
+  std::vector<Row> want;
+  for (const Row& r : read_rows(dir.file("t.iot")))
+    if (r.device_index == 1) want.push_back(r);
+  v1::TraceHeader h;
+  require_rows(read_rows(dir.file("one.iot"), &h), want);
+  const auto skipped = std::to_string(500 - want.size());
+  CHECK(h.metadata().at("import.records") == "500");
+  CHECK(h.metadata().at("import.skipped") == skipped);
+  CHECK(h.metadata().at("import.skipped.other-volume") == skipped);
+  CHECK(h.source_detail() == "import:jsonl");
+}
+
+TEST_CASE("jsonl: malformed lines fail with file, line and the field", "[interop][jsonl][malformed]") {
+  const std::string ok = R"({"index":0,"device":0,"dev":"8:0","device_name":"sda","op":"read","flags":0,)"
+                         R"("offset":0,"length":4096,"issue_ns":1})";
+  // The valid line with `key`'s value replaced (or the key removed, when `value` is empty).
+  auto with = [&](const std::string& key, const std::string& value) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(ok);
+    if (value.empty())
+      j.erase(key);
+    else
+      j[key] = nlohmann::ordered_json::parse(value);
+    return ok + "\n" + j.dump() + "\n";
+  };
+  require_error("jsonl", ok + "\n{\"index\":0,\n", 2, "not JSON at column");
+  require_error("jsonl", ok + "\nindex,device\n", 2, "not JSON at column");
+  require_error("jsonl", "[1,2]\n", 1, "not a JSON object");
+  require_error("jsonl", with("issue_ns", ""), 2, "no \"issue_ns\" field");
+  require_error("jsonl", with("op", ""), 2, "no \"op\" field");
+  require_error("jsonl", with("offset", "\"4096\""), 2, "offset is not an integer: '\"4096\"'");
+  require_error("jsonl", with("length", "4096.5"), 2, "length is not an integer");
+  require_error("jsonl", with("offset", "-1"), 2, "offset out of range: '-1'");
+  require_error("jsonl", with("pid", "4294967296"), 2, "pid out of range");
+  require_error("jsonl", with("issue_ns", "-9223372036854775808"), 2, "issue_ns out of range");
+  require_error("jsonl", with("op", "\"fly\""), 2, "unknown op 'fly'");
+  require_error("jsonl", with("op", "3"), 2, "op is not a string");
+  require_error("jsonl", with("complete_n", "5"), 2, "unknown field 'complete_n'");
+  require_error("jsonl", with("dev", "\"8-0\""), 2, "dev '8-0' is not MAJOR:MINOR");
+  require_error("jsonl", with("device_name", "\"sdb\""), 2,
+                "device 0 is 8:0 named 'sdb' here but 8:0 named 'sda' before");
+  require_error("jsonl", with("device", "70000"), 2, "device index 70000 is out of range");
+  require_error("jsonl", "", 1, "empty file: no iotape JSON lines records");
 }
 
 TEST_CASE("fio-iolog: iotape's fio iolog export imports back to the same IOs at microsecond precision",
@@ -537,8 +681,10 @@ TEST_CASE("fio-iolog: iotape's fio iolog export imports back to the same IOs at 
   std::vector<Row> want;
   for (const Row& r : original) {
     if (r.op == Op::kOther) continue;
-    Row w = io_row(r.device == "8,0" ? "/dev/8,0" : "/dev/259,1",
-                   (r.issue_ns - original[0].issue_ns) / 1000 * 1000,
+    // The export names a file after its device, or dev<index> when the name will not do.
+    const std::string file =
+        r.device.find(' ') == std::string::npos ? "/dev/" + r.device : "dev" + std::to_string(r.device_index);
+    Row w = io_row(file, (r.issue_ns - original[0].issue_ns) / 1000 * 1000,
                    r.op == Op::kWriteZeroes ? Op::kWrite : r.op, r.offset, r.length);
     want.push_back(w);
   }
@@ -694,6 +840,8 @@ TEST_CASE("auto: every format is recognised from its first bytes", "[interop][au
   write_rich_trace(dir.file("t.iot"));
   REQUIRE(run(iotape_cmd() + " export csv " + dir.file("t.iot") + " -o " + dir.file("t.csv")).exit_code == 0);
   cases.emplace_back(dir.file("t.csv"), "csv");
+  REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
+  cases.emplace_back(dir.file("t.jsonl"), "jsonl");
   if (auto msr = test::real_trace("msr-hm0-sample.csv")) cases.emplace_back(*msr, "msr");
   if (auto vscsi = test::real_trace("cloudphysics-sample.vscsi")) cases.emplace_back(*vscsi, "vscsi");
   if (auto cpu0 = test::real_trace("lvm-sda.blktrace.0")) {

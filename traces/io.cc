@@ -14,4 +14,10 @@ std::string_view op_name(Op op) {
   return "other";
 }
 
+std::optional<Op> op_from_name(std::string_view name) {
+  for (int i = 0; i < kOpCount; ++i)
+    if (op_name(static_cast<Op>(i)) == name) return static_cast<Op>(i);
+  return std::nullopt;
+}
+
 }  // namespace iotape

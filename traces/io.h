@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 namespace iotape {
@@ -18,6 +19,7 @@ enum class Op : uint8_t {
 inline constexpr int kOpCount = 6;
 
 std::string_view op_name(Op op);  // "read", "write", "flush", "discard", "write-zeroes", "other"
+std::optional<Op> op_from_name(std::string_view name);  // op_name's inverse; nullopt for other names
 
 // Request flags, as bits of Io::flags.
 namespace flag {

@@ -11,8 +11,12 @@ constexpr Exporter kExporters[] = {
      "cgroup, source index; sub-sector offsets", export_blktrace},
     {"blkparse", "blkparse's default text output (Q, D, C events)", "cgroup, source index; sub-sector offsets",
      export_blkparse},
-    {"csv", "CSV with a header line: " "one row per IO, every field", "nothing", export_csv},
-    {"jsonl", "JSON lines: one object per IO, every field", "nothing", export_jsonl},
+    {"csv",
+     "CSV with a header line, one row per IO: every field, flags as RWBS letters and as flag_bits, device_name "
+     "(columns: iotape cat --help)",
+     "nothing", export_csv},
+    {"jsonl", "JSON lines: one object per IO, every field that is known, device_name",
+     "name bytes that are not UTF-8, written as U+FFFD", export_jsonl},
 };
 
 }  // namespace

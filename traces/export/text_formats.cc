@@ -9,6 +9,14 @@ namespace {
 
 std::string time_or_empty(int64_t t) { return t == kNoTime ? std::string() : std::to_string(t); }
 
+// Names may hold commas or quotes: quoted the CSV way, empty when unknown.
+std::string csv_quoted(std::string_view name) {
+  if (name.empty()) return {};
+  std::string s = "\"";
+  for (char c : name) s += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return s + '"';
+}
+
 }  // namespace
 
 std::string rwbs(const Io& io) {
@@ -35,28 +43,25 @@ std::string format_text(const Io& io, uint64_t index, const v1::Device* dev, int
 
 std::string csv_header() {
   return "index,device,major,minor,op,flags,offset,length,queue_ns,issue_ns,complete_ns,status,pid,comm,"
-         "cgroup,cpu,source_index";
+         "cgroup,cpu,source_index,flag_bits,device_name";
 }
 
 std::string format_csv(const Io& io, uint64_t index, const v1::Device* dev) {
-  // Process names may hold commas or quotes: quote them the CSV way.
-  std::string comm;
-  if (!io.comm.empty()) {
-    comm = "\"";
-    for (char c : io.comm) comm += c == '"' ? std::string("\"\"") : std::string(1, c);
-    comm += '"';
-  }
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", index, io.device,
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", index, io.device,
                      dev ? dev->major() : 0, dev ? dev->minor() : 0, op_name(io.op), rwbs(io), io.offset,
                      io.length, time_or_empty(io.queue_ns), io.issue_ns, time_or_empty(io.complete_ns),
-                     io.status, io.pid, comm, io.cgroup, io.cpu, io.source_index);
+                     io.status, io.pid, csv_quoted(io.comm), io.cgroup, io.cpu, io.source_index, io.flags,
+                     csv_quoted(dev ? dev->name() : ""));
 }
 
 std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
   nlohmann::ordered_json j;
   j["index"] = index;
   j["device"] = io.device;
-  if (dev) j["dev"] = fmt::format("{}:{}", dev->major(), dev->minor());
+  if (dev) {
+    j["dev"] = fmt::format("{}:{}", dev->major(), dev->minor());
+    j["device_name"] = dev->name();
+  }
   j["op"] = op_name(io.op);
   j["flags"] = io.flags;
   j["offset"] = io.offset;

@@ -104,6 +104,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
   const std::string_view first = lines[0];
   if (first == "fio version 2 iolog" || first == "fio version 3 iolog") return "fio-iolog";
   if (first.starts_with("index,device,major,minor,op,flags,")) return "csv";
+  if (first.starts_with('{')) return "jsonl";  // no other format starts with an object
   if (first.starts_with("Timestamp,Response,IOType,LUN,Offset,Size")) return "systor";
   if (first.starts_with("device_id,opcode,offset,length,timestamp")) return "alibaba";
   if (first.starts_with("Timestamp,Offset,Size,IOType,VolumeID")) return "tencent";

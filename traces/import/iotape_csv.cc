@@ -1,18 +1,16 @@
 #include "traces/import/iotape_csv.h"
 
 #include <array>
-#include <optional>
-#include <set>
-#include <utility>
-#include <vector>
 
+#include "traces/export/text_formats.h"
+#include "traces/import/exported_devices.h"
 #include "traces/import/import_sink.h"
 
 namespace iotape {
 namespace {
 
-constexpr size_t kFields = 17;
-constexpr uint32_t kMaxDevices = 1 << 16;  // device indexes are kept, so each one below costs a device
+constexpr size_t kFields = 19;
+constexpr size_t kOlderFields = 17;  // exports before flag_bits and device_name
 constexpr std::string_view kHeader = "index,device,major,minor,op,flags,offset,length,queue_ns,issue_ns,";
 
 // Splits a CSV line whose fields may be quoted ("a ""b"", c"). Unquoted
@@ -53,12 +51,12 @@ size_t split_quoted(const FieldParser& p, std::string_view line, std::array<std:
 }
 
 Op op_of(const FieldParser& p, std::string_view name) {
-  for (int i = 0; i < kOpCount; ++i)
-    if (op_name(static_cast<Op>(i)) == name) return static_cast<Op>(i);
+  if (const auto op = op_from_name(name)) return *op;
   p.fail("unknown op " + quote_field(name));
 }
 
-// RWBS as text_formats.h writes it: [F] OP-LETTER [F][A][S][M].
+// RWBS as text_formats.h writes it: [F] OP-LETTER [F][A][S][M]. Only older
+// exports need it: flag_bits has every bit.
 uint32_t flags_of(const FieldParser& p, std::string_view rwbs, Op op) {
   static constexpr char kOpLetter[] = {'R', 'W', 'F', 'D', 'Z', 'N'};
   uint32_t f = 0;
@@ -85,64 +83,38 @@ int64_t time_or_none(const FieldParser& p, std::string_view field, const char* w
   return field.empty() ? kNoTime : p.signed_number(field, what);
 }
 
-// Devices by their index in the exported trace. They are added to the writer
-// in index order once every row is read (the sink holds the IOs until then),
-// each named after the major and minor its rows give.
-class DeviceTable {
- public:
-  DeviceTable(const ImportOptions& options, TraceWriter& out)
-      : keep_(options.volumes.begin(), options.volumes.end()), out_(out), first_(out.device_count()) {}
-
-  bool kept(std::string_view index) const { return keep_.empty() || keep_.contains(std::string(index)); }
-
-  uint32_t index(const FieldParser& p, uint64_t device, uint64_t major, uint64_t minor) {
-    if (device >= kMaxDevices) p.fail("device index " + std::to_string(device) + " is out of range");
-    if (seen_.size() <= device) seen_.resize(device + 1);
-    if (!seen_[device]) seen_[device] = {static_cast<uint32_t>(major), static_cast<uint32_t>(minor)};
-    return first_ + static_cast<uint32_t>(device);
-  }
-
-  void add_devices() {
-    for (size_t i = 0; i < seen_.size(); ++i) {
-      v1::Device d;
-      if (seen_[i] && (seen_[i]->first || seen_[i]->second)) {
-        d.set_major(seen_[i]->first);
-        d.set_minor(seen_[i]->second);
-        d.set_name(std::to_string(d.major()) + "," + std::to_string(d.minor()));
-      } else {
-        d.set_name("device " + std::to_string(i));
-      }
-      out_.add_device(d);
-    }
-  }
-
- private:
-  std::set<std::string> keep_;
-  TraceWriter& out_;
-  uint32_t first_;
-  std::vector<std::optional<std::pair<uint32_t, uint32_t>>> seen_;  // major, minor by device index
-};
+// flag_bits, which must agree with the RWBS letters of the same row.
+uint32_t flag_bits_of(const FieldParser& p, std::string_view bits, std::string_view letters, Op op) {
+  const uint64_t f = p.number(bits, "flag_bits");
+  if (f > UINT32_MAX) p.fail("flag_bits out of range: " + quote_field(bits));
+  Io io;
+  io.op = op;
+  io.flags = static_cast<uint32_t>(f);
+  if (rwbs(io) != letters)
+    p.fail("flags " + quote_field(letters) + " do not match flag_bits " + std::string(bits) + " of op " +
+           std::string(op_name(op)));
+  return io.flags;
+}
 
 }  // namespace
 
 ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
-  DeviceTable devices(options, out);
+  ExportedDevices devices(options, out);
   std::array<std::string, kFields> storage;
-  std::string comm;
   auto parse_line = [&](const FieldParser& p, std::string_view text, ImportSink& sink) {
     if (text.starts_with(kHeader)) return;
     std::array<std::string_view, kFields> f;
     const size_t n = split_quoted(p, text, f, storage);
-    if (n != kFields)
-      p.fail("expected 17 comma-separated fields, found " + (n > kFields ? std::string("more") : std::to_string(n)) +
-             ": not iotape CSV");
+    if (n != kFields && n != kOlderFields)
+      p.fail("expected 19 comma-separated fields (17 in older exports), found " +
+             (n > kFields ? std::string("more") : std::to_string(n)) + ": not iotape CSV");
     p.number(f[0], "index");
     const uint64_t device = p.number(f[1], "device");
     const uint64_t major = p.number(f[2], "major"), minor = p.number(f[3], "minor");
     if (major > UINT32_MAX || minor > UINT32_MAX) p.fail("major or minor out of range");
     Io io;
     io.op = op_of(p, f[4]);
-    io.flags = flags_of(p, f[5], io.op);
+    io.flags = n == kFields ? flag_bits_of(p, f[17], f[5], io.op) : flags_of(p, f[5], io.op);
     io.offset = p.number(f[6], "offset");
     io.length = p.number(f[7], "length");
     io.queue_ns = time_or_none(p, f[8], "queue_ns");
@@ -155,13 +127,13 @@ ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOption
       p.fail("status, pid or cpu out of range");
     io.status = static_cast<int32_t>(status);
     io.pid = static_cast<uint32_t>(pid);
-    comm = printable(f[13]);  // names in a trace must be UTF-8
-    io.comm = comm;
+    io.comm = f[13];  // bytes, as the trace holds them
     io.cgroup = p.number(f[14], "cgroup");
     io.cpu = static_cast<int32_t>(cpu);
     io.source_index = p.signed_number(f[16], "source_index");
-    const uint32_t index = devices.index(p, device, major, minor);
-    if (!devices.kept(f[1])) return sink.skip("other-volume");
+    const std::optional<std::string_view> name = n == kFields ? std::optional(f[18]) : std::nullopt;
+    const uint32_t index = devices.index(p, device, static_cast<uint32_t>(major), static_cast<uint32_t>(minor), name);
+    if (!devices.kept(device)) return sink.skip("other-volume");
     io.device = index;
     sink.add(io);
   };

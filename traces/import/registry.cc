@@ -8,6 +8,7 @@
 #include "traces/import/fio_iolog.h"
 #include "traces/import/input.h"
 #include "traces/import/iotape_csv.h"
+#include "traces/import/jsonl.h"
 #include "traces/import/msr.h"
 #include "traces/import/spc.h"
 #include "traces/import/systor.h"
@@ -55,6 +56,8 @@ constexpr Importer kImporters[] = {
      import_paths_with<import_disksim>, true},
     {"csv", "iotape's own CSV (iotape export csv, iotape cat --format csv)", v1::CLOCK_DOMAIN_RELATIVE,
      import_paths_with<import_iotape_csv>, true},
+    {"jsonl", "iotape's own JSON lines (iotape export jsonl, iotape cat --format jsonl)",
+     v1::CLOCK_DOMAIN_RELATIVE, import_paths_with<import_jsonl>, true},
 };
 }  // namespace
 
