@@ -7,14 +7,9 @@
 namespace iotape {
 namespace {
 
-constexpr size_t kFields = 5;
-
 void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
-  std::array<std::string_view, kFields> f;
-  const size_t n = split_fields(text, ',', f);
-  if (n != kFields)
-    p.fail("expected 5 comma-separated fields (device_id,opcode,offset,length,timestamp), found " +
-           (n > kFields ? std::string("more") : std::to_string(n)) + ": not Alibaba CSV");
+  std::array<std::string_view, 5> f;
+  p.split_exactly(text, ',', f, "device_id,opcode,offset,length,timestamp", "Alibaba CSV");
   if (f[0] == "device_id") return;  // a header, as some copies have
   Io io;
   if (f[1] == "R" || f[1] == "r")
@@ -30,10 +25,7 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   if (us > static_cast<uint64_t>(INT64_MAX) / 1000) p.fail("timestamp " + std::to_string(us) + " is out of range");
   io.issue_ns = static_cast<int64_t>(us) * 1000;
   if (f[0].empty()) p.fail("device_id is empty");
-  const auto device = sink.device(f[0]);
-  if (!device) return;
-  io.device = *device;
-  sink.add(io);
+  sink.add(io, f[0]);
 }
 
 }  // namespace

@@ -7,14 +7,9 @@
 namespace iotape {
 namespace {
 
-constexpr size_t kFields = 5;
-
 void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
-  std::array<std::string_view, kFields> f;
-  const size_t n = split_fields(text, ' ', f);
-  if (n != kFields)
-    p.fail("expected 5 blank-separated fields (time_ms devno blkno size flags), found " +
-           (n > kFields ? std::string("more") : std::to_string(n)) + ": not a DiskSim trace");
+  std::array<std::string_view, 5> f;
+  p.split_exactly(text, ' ', f, "time_ms devno blkno size flags", "a DiskSim trace");
   Io io;
   io.issue_ns = p.decimal_ns(f[0], 1'000'000, "arrival time");
   io.offset = p.scale(p.number(f[2], "block number"), 512, "block number");
@@ -22,10 +17,7 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   if (io.offset + io.length < io.offset) p.fail("offset + size overflows");
   io.op = p.number(f[4], "flags") & 1 ? Op::kRead : Op::kWrite;
   p.number(f[1], "device number");
-  const auto device = sink.device(f[1]);
-  if (!device) return;
-  io.device = *device;
-  sink.add(io);
+  sink.add(io, f[1]);
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ void ImportSink::add(const Io& io) {
   sorted_.add(io);
 }
 
+void ImportSink::add(Io io, std::string_view id) {
+  const std::optional<uint32_t> index = device(id);
+  if (!index) return;
+  io.device = *index;
+  add(io);
+}
+
 void ImportSink::skip(const std::string& reason) {
   ++report_.records;
   ++report_.skipped;

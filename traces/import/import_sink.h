@@ -30,6 +30,9 @@ class ImportSink {
   std::optional<uint32_t> device(std::string_view id);
   // A record that made `io`.
   void add(const Io& io);
+  // A record that made `io` on volume `id`: added with that volume's device,
+  // or counted as skipped like device() does.
+  void add(Io io, std::string_view id);
   // A record that made no IO, for `reason` ("blank-iotype"); volumes
   // filtered out are counted by the sink itself.
   void skip(const std::string& reason);

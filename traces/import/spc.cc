@@ -28,10 +28,7 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
     p.fail("opcode " + quote_field(f[3]) + " is neither r nor w");
   io.issue_ns = p.decimal_ns(f[4], 1'000'000'000, "timestamp");
   if (f[0].empty()) p.fail("ASU is empty");
-  const auto device = sink.device(f[0]);
-  if (!device) return;
-  io.device = *device;
-  sink.add(io);
+  sink.add(io, f[0]);
 }
 
 }  // namespace

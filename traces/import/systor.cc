@@ -7,14 +7,9 @@
 namespace iotape {
 namespace {
 
-constexpr size_t kFields = 6;
-
 void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
-  std::array<std::string_view, kFields> f;
-  const size_t n = split_fields(text, ',', f);
-  if (n != kFields)
-    p.fail("expected 6 comma-separated fields (Timestamp,Response,IOType,LUN,Offset,Size), found " +
-           (n > kFields ? std::string("more") : std::to_string(n)) + ": not SYSTOR CSV");
+  std::array<std::string_view, 6> f;
+  p.split_exactly(text, ',', f, "Timestamp,Response,IOType,LUN,Offset,Size", "SYSTOR CSV");
   if (f[0] == "Timestamp") return;  // the header
   Io io;
   io.issue_ns = p.decimal_ns(f[0], 1'000'000'000, "timestamp");
@@ -32,10 +27,7 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   io.offset = p.number(f[4], "offset");
   io.length = p.number(f[5], "size");
   if (io.offset + io.length < io.offset) p.fail("offset + size overflows");
-  const auto device = sink.device(f[3]);
-  if (!device) return;
-  io.device = *device;
-  sink.add(io);
+  sink.add(io, f[3]);
 }
 
 }  // namespace

@@ -7,14 +7,9 @@
 namespace iotape {
 namespace {
 
-constexpr size_t kFields = 5;
-
 void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
-  std::array<std::string_view, kFields> f;
-  const size_t n = split_fields(text, ',', f);
-  if (n != kFields)
-    p.fail("expected 5 comma-separated fields (Timestamp,Offset,Size,IOType,VolumeID), found " +
-           (n > kFields ? std::string("more") : std::to_string(n)) + ": not Tencent CBS CSV");
+  std::array<std::string_view, 5> f;
+  p.split_exactly(text, ',', f, "Timestamp,Offset,Size,IOType,VolumeID", "Tencent CBS CSV");
   if (f[0] == "Timestamp") return;  // a header, as some copies have
   Io io;
   io.issue_ns = p.decimal_ns(f[0], 1'000'000'000, "timestamp");
@@ -28,10 +23,7 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   else
     p.fail("IOType " + quote_field(f[3]) + " is neither 0 (read) nor 1 (write)");
   if (f[4].empty()) p.fail("VolumeID is empty");
-  const auto device = sink.device(f[4]);
-  if (!device) return;
-  io.device = *device;
-  sink.add(io);
+  sink.add(io, f[4]);
 }
 
 }  // namespace

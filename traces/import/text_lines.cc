@@ -67,6 +67,15 @@ bool LineReader::next(std::string_view& line) {
 
 void FieldParser::fail(const std::string& why) const { throw error_at_line(file_, line_, why); }
 
+void FieldParser::split_exactly(std::string_view line, char separator, std::span<std::string_view> out,
+                                std::string_view columns, std::string_view what) const {
+  const size_t n = split_fields(line, separator, out);
+  if (n == out.size()) return;
+  fail("expected " + std::to_string(out.size()) + (separator == ' ' ? " blank" : " comma") + "-separated fields (" +
+       std::string(columns) + "), found " + (n > out.size() ? std::string("more") : std::to_string(n)) + ": not " +
+       std::string(what));
+}
+
 uint64_t FieldParser::number(std::string_view field, const char* what) const {
   if (!field.empty() && field.front() == '-') fail(std::string(what) + " is negative: " + quote_field(field));
   uint64_t v = 0;

@@ -54,6 +54,12 @@ class FieldParser {
 
   [[noreturn]] void fail(const std::string& why) const;
 
+  // Splits `line` at `separator` (',' or ' ', as split_fields does) into
+  // exactly out.size() fields; any other count fails with "expected N
+  // comma-separated fields (COLUMNS), found M: not WHAT".
+  void split_exactly(std::string_view line, char separator, std::span<std::string_view> out, std::string_view columns,
+                     std::string_view what) const;
+
   // A decimal unsigned integer, nothing else in the field.
   uint64_t number(std::string_view field, const char* what) const;
   // The same with an optional leading '-'.
