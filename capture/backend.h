@@ -41,6 +41,8 @@ class Backend {
   // Completions recorded without their submission (in flight when the capture
   // began, or a submission event the kernel did not deliver).
   virtual uint64_t unmatched() { return 0; }
+  // IOs recorded without their completion, which the kernel did not deliver.
+  virtual uint64_t uncompleted() { return 0; }
 };
 
 std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);

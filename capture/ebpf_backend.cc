@@ -125,6 +125,7 @@ class EbpfBackend final : public Backend {
 
   uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
   uint64_t unmatched() override { return last_unmatched_ = counter(IOTRACE_UNMATCHED, last_unmatched_); }
+  uint64_t uncompleted() override { return last_uncompleted_ = counter(IOTRACE_UNCOMPLETED, last_uncompleted_); }
 
  private:
   // The sum over CPUs of one slot of the counter array (`previous` if unreadable).
@@ -153,7 +154,7 @@ class EbpfBackend final : public Backend {
     const uint64_t issue = e.issue_ns ? e.issue_ns : (e.queue_ns ? e.queue_ns : e.complete_ns);
     io.issue_ns = static_cast<int64_t>(issue);
     if (e.queue_ns) io.queue_ns = static_cast<int64_t>(e.queue_ns);
-    io.complete_ns = static_cast<int64_t>(e.complete_ns);
+    if (e.complete_ns) io.complete_ns = static_cast<int64_t>(e.complete_ns);
     io.offset = e.sector * 512;
     io.length = e.bytes;
     io.device = e.device;
@@ -175,6 +176,7 @@ class EbpfBackend final : public Backend {
   int ncpus_ = 1;
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
+  uint64_t last_uncompleted_ = 0;
 };
 
 static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&

@@ -10,7 +10,8 @@
 /* Slots of the per-CPU counter array. */
 #define IOTRACE_DROPS 0
 #define IOTRACE_UNMATCHED 1
-#define IOTRACE_COUNTERS 2
+#define IOTRACE_UNCOMPLETED 2
+#define IOTRACE_COUNTERS 3
 
 /* Op codes and flag bits, already translated from the kernel's request
  * flags (whose bit positions vary between kernels) to iotape's. */
@@ -33,7 +34,8 @@ enum iotrace_flag {
 	IOTRACE_F_NOMERGE = 1 << 6,
 };
 
-/* All times are bpf_ktime_get_boot_ns() (CLOCK_BOOTTIME); 0 = unknown. */
+/* All times are bpf_ktime_get_boot_ns() (CLOCK_BOOTTIME); 0 = unknown
+ * (complete_ns is 0 for a request whose completion the program missed). */
 struct iotrace_event {
 	__u64 queue_ns;    /* submission (block_io_start, else insert) */
 	__u64 issue_ns;    /* dispatch to the driver (block_rq_issue) */

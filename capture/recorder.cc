@@ -184,6 +184,8 @@ RecordResult record(const RecordOptions& o) {
     }
     r.unmatched = backend->unmatched();
     out.set_metadata("capture.unmatched_completions", std::to_string(r.unmatched));
+    r.uncompleted = backend->uncompleted();
+    out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();
   } catch (const TraceError& e) {
     r.write_failed = true;

@@ -71,6 +71,9 @@ void run_record(RecordCli& c) {
              fmt::join(r.paths, " "));
   if (r.unmatched)
     fmt::print(stderr, "iotape: {} IOs seen only at completion (no submitter, issue time unknown)\n", r.unmatched);
+  if (r.uncompleted)
+    fmt::print(stderr, "iotape: {} IOs whose completion the kernel did not deliver (kept without one)\n",
+               r.uncompleted);
   if (r.write_failed) {
     fmt::print(stderr, "iotape: stopped: {}\n", r.stop_reason);
     throw ExitCode{3};

@@ -197,6 +197,8 @@ struct TraceContents {
   uint64_t other_ops = 0;
   uint64_t other_device = 0;
   uint64_t dropped = 0;
+  uint64_t without_completion = 0;  // IOs of the device recorded without a completion time
+  uint64_t uncompleted = 0;         // what the capture says it recorded so (capture.uncompleted_ios)
   std::vector<Io> all;     // with comm copied out below
   std::vector<std::string> comms;
 };
@@ -213,6 +215,7 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
     t.other_device += static_cast<int>(io.device) != dev;
     t.all.push_back(io);
     t.comms.emplace_back(io.comm);
+    t.without_completion += static_cast<int>(io.device) == dev && !io.has_complete();
     if (io.op != Op::kRead && io.op != Op::kWrite) {
       ++t.other_ops;
       continue;
@@ -224,6 +227,12 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
   }
   CHECK_FALSE(reader.status().damaged);
   t.dropped = reader.dropped_events();
+  // The capture's closing counts are in the last part: in its index, or in its
+  // header when nothing was written to it before the end.
+  TraceReader last(paths.back());
+  REQUIRE(last.index());
+  for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
+    if (const auto it = m->find("capture.uncompleted_ios"); it != m->end()) t.uncompleted = std::stoull(it->second);
   std::sort(t.ios.begin(), t.ios.end());
   return t;
 }
@@ -259,11 +268,14 @@ void check_exact(const TraceContents& t, const FioRun& fio, const BlockStat& bef
     if (io.op != Op::kRead && io.op != Op::kWrite) continue;
     bad_pid += io.pid != static_cast<uint32_t>(fio.pid);
     bad_comm += t.comms[i] != "fio";
-    bad_order += !(io.has_queue() && io.has_complete() && io.queue_ns <= io.issue_ns && io.issue_ns <= io.complete_ns);
+    // The kernel, rarely, does not deliver a completion to the BPF program:
+    // such an IO is kept without one, and counted.
+    bad_order += !(io.has_queue() && io.queue_ns <= io.issue_ns && (!io.has_complete() || io.issue_ns <= io.complete_ns));
   }
   CHECK(bad_pid == 0);
   CHECK(bad_comm == 0);
   CHECK(bad_order == 0);
+  CHECK(t.without_completion == t.uncompleted);
 }
 
 void exact_capture_test(const std::string& backend) {
@@ -420,11 +432,7 @@ TEST_CASE("bio-based devices are refused with a reason", "[record]") {
   CHECK(r.output.find("bio-based") != std::string::npos);
 }
 
-// Known defect: under load the eBPF back end occasionally misses one IO in a few
-// thousand without counting a drop (its ring-buffer record never arrives). The
-// test still runs and reports it; [!mayfail] keeps it from failing the suite
-// until the cause is found.
-TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebpf][!mayfail]") {
+TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebpf]") {
   if (!require_root("record block IOs")) return;
   TempDir dir;
   LoopDevice loop(64u << 20);
@@ -455,6 +463,7 @@ TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebp
   const auto t = read_trace(parts, loop.dev_major(), loop.dev_minor());
   CHECK(t.totals.ios[0] == 3000);
   CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
+  CHECK(t.without_completion == t.uncompleted);
 }
 
 TEST_CASE("record: --comm keeps only the IOs of that submitter", "[record][ebpf][blktrace]") {
