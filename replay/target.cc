@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "traces/block_device.h"
 #include "traces/error.h"
 
 namespace iotape::replay {
@@ -46,31 +47,20 @@ v1::Device Target::to_device() const {
 
 namespace {
 
-std::string read_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
-  return s;
-}
-
-// sysfs directory of a block device: /sys/dev/block/MAJ:MIN resolved.
-fs::path sysfs_dir(uint32_t maj, uint32_t min) {
-  std::error_code ec;
-  return fs::canonical(fmt::format("/sys/dev/block/{}:{}", maj, min), ec);
-}
-
-void read_identity(Target& t) {
-  const fs::path dir = sysfs_dir(t.dev_major, t.dev_minor);
-  if (dir.empty()) return;
-  // A partition's queue and device attributes live on its whole disk.
-  const fs::path disk = fs::exists(dir / "partition") ? dir.parent_path() : dir;
-  for (const char* f : {"device/model", "device/name"})
-    if (t.model.empty()) t.model = read_line(disk / f);
-  for (const char* f : {"device/serial", "serial", "device/wwid"})
-    if (t.serial.empty()) t.serial = read_line(disk / f);
-  if (t.model.empty() && t.name.rfind("loop", 0) == 0) t.model = "loop:" + read_line(dir / "loop/backing_file");
-  t.rotational = read_line(disk / "queue/rotational") == "1";
+// Name, model, serial and rotational from sysfs directory `dir`. A replay
+// target's description looks further than the trace header's device table:
+// the MMC/SD name, the WWID, and a loop device's backing file.
+void read_identity(Target& t, const fs::path& dir) {
+  const v1::Device d = describe_block_device(dir, t.dev_major, t.dev_minor);
+  t.name = d.name();
+  t.model = d.model();
+  t.serial = d.serial();
+  t.rotational = d.rotational();
+  const fs::path disk = whole_disk_dir(dir);
+  if (t.model.empty()) t.model = read_sysfs_attribute(disk / "device/name");
+  if (t.serial.empty()) t.serial = read_sysfs_attribute(disk / "device/wwid");
+  if (t.model.empty() && t.name.rfind("loop", 0) == 0)
+    t.model = "loop:" + read_sysfs_attribute(dir / "loop/backing_file");
 }
 
 std::string dev_text(dev_t d) { return fmt::format("{}:{}", ::major(d), ::minor(d)); }
@@ -112,9 +102,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
     t.size = bytes;
     t.logical_block = static_cast<uint32_t>(lbs);
     t.physical_block = pbs;
-    const fs::path dir = sysfs_dir(t.dev_major, t.dev_minor);
-    if (!dir.empty()) t.name = dir.filename().string();
-    read_identity(t);
+    if (const fs::path dir = block_device_dir(t.dev_major, t.dev_minor); !dir.empty()) read_identity(t, dir);
   } else {
     t.dev_major = ::major(st.st_dev);
     t.dev_minor = ::minor(st.st_dev);
@@ -131,11 +119,12 @@ std::vector<std::string> safety_problems(const Target& t) {
   if (!t.block) return problems;
   // The device itself and its partitions, as "MAJ:MIN" -> name.
   std::vector<std::pair<std::string, std::string>> devs = {{fmt::format("{}:{}", t.dev_major, t.dev_minor), t.name}};
-  const fs::path dir = sysfs_dir(t.dev_major, t.dev_minor);
+  const fs::path dir = block_device_dir(t.dev_major, t.dev_minor);
   std::error_code ec;
   if (!dir.empty()) {
     for (const auto& e : fs::directory_iterator(dir, ec))
-      if (fs::exists(e.path() / "partition")) devs.emplace_back(read_line(e.path() / "dev"), e.path().filename());
+      if (fs::exists(e.path() / "partition"))
+        devs.emplace_back(read_sysfs_attribute(e.path() / "dev"), e.path().filename());
     for (const auto& [num, name] : devs) {
       const fs::path holders = (name == t.name ? dir : dir / name) / "holders";
       for (const auto& h : fs::directory_iterator(holders, ec))
