@@ -164,6 +164,50 @@ TEST_CASE("btt's D2C average matches iotape report's latency mean") {
   }
 }
 
+TEST_CASE("blkparse and blktrace exports name every process while many events are pending") {
+  // Each IO is queued a second before its issue, so the Q and D events of all
+  // of them are pending while 300 names are interned. glibc refills freed
+  // memory here (perturb, no thread cache): a name read from storage that
+  // has moved prints as junk.
+  TempDir dir;
+  {
+    v1::TraceHeader h;
+    h.add_devices()->set_major(8);
+    TraceWriter w(dir.file("p.iot"), h);
+    for (int i = 0; i < 300; ++i) {
+      const std::string name = "p" + std::to_string(i);
+      Io io;
+      io.issue_ns = 2'000'000'000 + i * 1000;
+      io.queue_ns = io.issue_ns - 1'000'000'000;
+      io.complete_ns = io.issue_ns + 500;
+      io.op = Op::kWrite;
+      io.offset = static_cast<uint64_t>(i) * 4096;
+      io.length = 4096;
+      io.pid = 1000 + static_cast<uint32_t>(i);
+      io.comm = name;
+      w.append(io);
+    }
+    w.close();
+  }
+  const std::string env = "GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.perturb=165 ";
+  const auto text = run("{ " + env + iotape_cmd() + " export blkparse " + dir.file("p.iot") + " 2>/dev/null; }");
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(run(env + iotape_cmd() + " export blktrace " + dir.file("p.iot") + " -o " + dir.file("p.bin")).exit_code ==
+          0);
+  const auto parsed = run("blkparse -i - < " + dir.file("p.bin"));
+  REQUIRE(parsed.exit_code == 0);
+  const std::regex line(R"(\s+(\d+)\s+([QD])\s+W \d+ \+ 8 \[(.*)\])");
+  for (const std::string& out : {text.output, parsed.output}) {
+    size_t named = 0;
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+      INFO((*it)[0]);
+      CHECK((*it)[3] == "p" + std::to_string(std::stoul((*it)[1]) - 1000));
+      ++named;
+    }
+    CHECK(named == 600);
+  }
+}
+
 TEST_CASE("blktrace export round-trips through the blktrace importer") {
   TempDir dir;
   write_synthetic(dir.file("s.iot"), 3000);

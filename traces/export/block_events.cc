@@ -7,11 +7,8 @@ namespace iotape {
 void BlockEventStream::add(const Io& in) {
   Io io = in;
   if (!io.comm.empty()) {
-    auto it = std::find(comms_.begin(), comms_.end(), io.comm);
-    if (it == comms_.end()) {
-      comms_.emplace_back(io.comm);
-      it = comms_.end() - 1;
-    }
+    auto it = comms_.find(io.comm);
+    if (it == comms_.end()) it = comms_.emplace(io.comm).first;
     io.comm = *it;
   }
   // Later IOs can still have queue events as early as their issue time minus

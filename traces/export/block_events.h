@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,9 @@ class BlockEventStream {
 
   Sink sink_;
   std::priority_queue<BlockEvent, std::vector<BlockEvent>, Later> pending_;
-  std::vector<std::string> comms_;  // interned names; few per trace
+  // Interned names, which pending events point into: a set, whose strings
+  // never move (a vector's would, and short ones take their bytes along).
+  std::set<std::string, std::less<>> comms_;
   uint64_t seq_ = 0;
   int64_t max_queue_lead_ = 0;
   int64_t last_delivered_ = kNoTime;
