@@ -81,22 +81,14 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
     selection.update(reader.header());
     for (const Io& io : batch) {
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
-      ++r.ios;
-      OpTotals& t = r.by_op[static_cast<int>(io.op)];
-      ++t.ios;
-      t.bytes += io.length;
-      r.with_queue_time += io.has_queue();
-      r.with_completion += io.has_complete();
-      r.errors += io.status != 0;
+      const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
+      r.add(io, end);
       if (io.device >= device_used.size()) device_used.resize(io.device + 1);
       if (!device_used[io.device]) {
         device_used[io.device] = true;
         ++r.devices;
       }
 
-      const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
-      r.first_ns = r.first_ns == kNoTime ? io.issue_ns : std::min(r.first_ns, io.issue_ns);
-      r.last_ns = r.last_ns == kNoTime ? end : std::max(r.last_ns, end);
       busy.add(io.issue_ns, end);
       if (io.op == Op::kRead) read_busy.add(io.issue_ns, end);
       if (io.op == Op::kWrite) write_busy.add(io.issue_ns, end);

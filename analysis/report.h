@@ -29,14 +29,8 @@ struct ReportOptions {
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
 };
 
-struct Report {
-  uint64_t ios = 0;
-  std::array<OpTotals, kOpCount> by_op{};  // indexed by Op
-  uint64_t with_completion = 0;
-  uint64_t with_queue_time = 0;
-  uint64_t errors = 0;
-  int64_t first_ns = kNoTime;  // earliest issue of the selection
-  int64_t last_ns = kNoTime;   // latest issue or completion (clipped to the window)
+// The totals are of the selected IOs; their ends are clipped to the window.
+struct Report : IoTotals {
   uint32_t devices = 0;        // devices with at least one selected IO
 
   // Union of [issue, completion] of all IOs / reads only / writes only.
@@ -57,9 +51,7 @@ struct Report {
 
   Report(size_t series_points, size_t tracked_processes)
       : series(series_points), processes(tracked_processes) {}
-  const OpTotals& op(Op o) const { return by_op[static_cast<int>(o)]; }
   const OpLatency& latency_of(Op o) const { return latency[static_cast<int>(o)]; }
-  int64_t duration_ns() const { return ios ? last_ns - first_ns : 0; }
   int64_t idle_ns() const { return duration_ns() - busy_ns; }
   // Latency of reads and writes together (merged histograms).
   LogLinearHistogram data_latency() const;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/totals_json.h"
+
 namespace iotape::analysis {
 
 namespace {
@@ -94,21 +96,10 @@ std::string seconds(int64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
 ordered_json report_json(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
   ordered_json j;
   j["traces"] = o.traces;
-  j["ios"] = r.ios;
-  j["reads"] = r.op(Op::kRead).ios;
-  j["writes"] = r.op(Op::kWrite).ios;
-  j["flushes"] = r.op(Op::kFlush).ios;
-  j["discards"] = r.op(Op::kDiscard).ios;
-  j["write_zeroes"] = r.op(Op::kWriteZeroes).ios;
-  j["other"] = r.op(Op::kOther).ios;
-  j["bytes_read"] = r.op(Op::kRead).bytes;
-  j["bytes_written"] = r.op(Op::kWrite).bytes;
-  j["bytes_discarded"] = r.op(Op::kDiscard).bytes;
+  put_op_counts(j, r);
   j["GB_read"] = rounded(r.op(Op::kRead).bytes / 1e9, 1e6);
   j["GB_written"] = rounded(r.op(Op::kWrite).bytes / 1e9, 1e6);
-  j["first_ns"] = r.first_ns == kNoTime ? ordered_json() : ordered_json(r.first_ns);
-  j["last_ns"] = r.last_ns == kNoTime ? ordered_json() : ordered_json(r.last_ns);
-  j["duration_ns"] = r.duration_ns();
+  put_time_span(j, r);
   j["busy_time_ns"] = r.busy_ns;
   j["read_busy_time_ns"] = r.read_busy_ns;
   j["write_busy_time_ns"] = r.write_busy_ns;

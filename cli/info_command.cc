@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/totals_json.h"
 #include "cli/commands.h"
 #include "traces/summary.h"
 
@@ -36,19 +37,8 @@ void run_info(const InfoOptions& o) {
   const double per_io = s.ios ? static_cast<double>(bytes) / static_cast<double>(s.ios) : 0.0;
 
   nlohmann::ordered_json j;
-  j["ios"] = s.ios;
-  j["reads"] = s.op(Op::kRead).ios;
-  j["writes"] = s.op(Op::kWrite).ios;
-  j["flushes"] = s.op(Op::kFlush).ios;
-  j["discards"] = s.op(Op::kDiscard).ios;
-  j["write_zeroes"] = s.op(Op::kWriteZeroes).ios;
-  j["other"] = s.op(Op::kOther).ios;
-  j["bytes_read"] = s.op(Op::kRead).bytes;
-  j["bytes_written"] = s.op(Op::kWrite).bytes;
-  j["bytes_discarded"] = s.op(Op::kDiscard).bytes;
-  j["first_ns"] = s.first_ns == kNoTime ? nlohmann::json() : nlohmann::json(s.first_ns);
-  j["last_ns"] = s.last_ns == kNoTime ? nlohmann::json() : nlohmann::json(s.last_ns);
-  j["duration_ns"] = s.ios ? s.last_ns - s.first_ns : 0;
+  analysis::put_op_counts(j, s);
+  analysis::put_time_span(j, s);
   j["dropped_events"] = s.dropped_events;
   j["late_ios"] = s.late_ios;
   j["errors"] = s.errors;

@@ -19,6 +19,18 @@ DeviceFilter parse_device_filter(const std::string& text) {
   return f;
 }
 
+void IoTotals::add(const Io& io, int64_t end_ns) {
+  ++ios;
+  OpTotals& t = by_op[static_cast<int>(io.op)];
+  ++t.ios;
+  t.bytes += io.length;
+  first_ns = first_ns == kNoTime ? io.issue_ns : std::min(first_ns, io.issue_ns);
+  last_ns = last_ns == kNoTime ? end_ns : std::max(last_ns, end_ns);
+  with_queue_time += io.has_queue();
+  with_completion += io.has_complete();
+  errors += io.status != 0;
+}
+
 TraceSummary summarize(TraceReader& reader, const std::optional<DeviceFilter>& only) {
   TraceSummary s;
   std::vector<bool> selected;
@@ -31,17 +43,8 @@ TraceSummary summarize(TraceReader& reader, const std::optional<DeviceFilter>& o
     }
     for (const Io& io : batch) {
       if (io.device < selected.size() ? !selected[io.device] : only.has_value()) continue;
-      ++s.ios;
       if (io.device < s.ios_per_device.size()) ++s.ios_per_device[io.device];
-      auto& t = s.by_op[static_cast<int>(io.op)];
-      ++t.ios;
-      t.bytes += io.length;
-      s.first_ns = s.first_ns == kNoTime ? io.issue_ns : std::min(s.first_ns, io.issue_ns);
-      const int64_t end = io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns;
-      s.last_ns = s.last_ns == kNoTime ? end : std::max(s.last_ns, end);
-      s.with_queue_time += io.has_queue();
-      s.with_completion += io.has_complete();
-      s.errors += io.status != 0;
+      s.add(io, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns);
     }
   }
   s.ios_per_device.resize(reader.header().devices_size());
