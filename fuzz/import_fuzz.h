@@ -24,7 +24,8 @@ namespace iotape::fuzz {
 // With `split`, the rest of the bytes become two inputs (as two per-CPU
 // files), the first byte times 8 being the length of the first, so merging
 // inputs is fuzzed too.
-inline int import_bytes(StreamImporter import, std::span<const uint8_t> data, bool split = false) {
+template <typename Import>  // a StreamImporter, or a lambda like one
+int import_bytes(const Import& import, std::span<const uint8_t> data, bool split = false) {
   std::vector<std::string> parts;
   if (split && !data.empty()) {
     const auto rest = data.subspan(1);
@@ -64,6 +65,18 @@ inline int import_bytes(StreamImporter import, std::span<const uint8_t> data, bo
     std::abort();
   }
   return 0;
+}
+
+// The same for an importer that takes options (and sorts), with small sort
+// runs so that spilling and merging are fuzzed too.
+inline int import_bytes_spilling(OptionsStreamImporter import, std::span<const uint8_t> data) {
+  const auto with_options = [import](std::span<const Input> inputs, TraceWriter& out) {
+    ImportOptions options;
+    options.sort_run_ios = 16;
+    options.spill_dir = "/dev/shm";
+    return import(inputs, options, out);
+  };
+  return import_bytes(with_options, data);
 }
 
 }  // namespace iotape::fuzz

@@ -1,7 +1,14 @@
-// Writes small seed inputs for the fuzz targets into DIR/{msr,vscsi,blktrace,reader}:
-// valid inputs of every kind the importers read, and a trace with several
-// chunks, late devices and an index. Made here so no corpus is kept.
+// Writes small seed inputs for the fuzz targets into DIR/NAME, one folder per
+// fuzz_NAME target: valid inputs of every kind the importers read, the
+// exports of a trace with several chunks, late devices and an index (for the
+// importers of what iotape exports) and compressed copies of a text input.
+// Made here so no corpus is kept.
+#include <bzlib.h>
+#include <lzma.h>
+#include <zlib.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +17,8 @@
 
 #include "fuzz/frames_input.h"
 #include "tests/blktrace_records.h"
+#include "traces/export/exporter.h"
+#include "traces/frame.h"
 #include "traces/writer.h"
 
 namespace {
@@ -74,11 +83,57 @@ std::string blktrace() {
   return std::string(1, static_cast<char>(cpu0.size() / 8)) + cpu0 + cpu1;
 }
 
+// The compressed forms the decompressing stream reads (zstd from the frame codec).
+std::string gzip(const std::string& text) {
+  z_stream z{};
+  if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();  // 16: gzip
+  std::string out(deflateBound(&z, text.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&z, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string bzip2(const std::string& text) {
+  auto len = static_cast<unsigned>(text.size() + text.size() / 100 + 600);  // bzip2's documented bound
+  std::string out(len, '\0');
+  if (BZ2_bzBuffToBuffCompress(out.data(), &len, const_cast<char*>(text.data()), static_cast<unsigned>(text.size()),
+                               9, 0, 0) != BZ_OK)
+    std::abort();
+  out.resize(len);
+  return out;
+}
+
+std::string xz(const std::string& text) {
+  std::string out(lzma_stream_buffer_bound(text.size()), '\0');
+  size_t len = 0;
+  if (lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(text.data()),
+                              text.size(), reinterpret_cast<uint8_t*>(out.data()), &len, out.size()) != LZMA_OK)
+    std::abort();
+  out.resize(len);
+  return out;
+}
+
+// `trace` as `iotape export FORMAT` writes it.
+void export_to(const std::string& trace, const char* format, const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  iotape::TraceReader reader(trace);
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) std::abort();
+  iotape::find_exporter(format)->run(reader, out);
+  if (std::fclose(out) != 0) std::abort();
+}
+
 void trace(const std::string& path) {
   iotape::WriterOptions options;
   options.chunk_ios = 4;
   iotape::TraceWriter w(path, {}, options);
   iotape::v1::Device d;
+  d.set_major(8);
   d.set_name("sda");
   w.add_device(d);
   for (int i = 0; i < 10; ++i) {
@@ -90,6 +145,8 @@ void trace(const std::string& path) {
     io.offset = 4096 * (i % 3);
     io.length = 4096;
     io.op = static_cast<iotape::Op>(i % iotape::kOpCount);
+    io.flags = 1u << (i % 7);
+    io.status = i == 3 ? -5 : 0;
     io.device = i >= 5 ? 1 : 0;
     io.pid = 100 + i % 2;
     io.comm = i % 2 ? "fio" : "dd";
@@ -108,17 +165,41 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = argv[1];
-  write(dir / "msr" / "hm.csv",
-        "128166385295514663,hm,0,Write,9056014336,2048,2833\r\n128166385295514878,hm,1,Read,11855351808,512,2617\n\n"
-        "128166385301451520,web,0,Write,3163095040,40960,3438\n");
+  const std::string msr =
+      "128166385295514663,hm,0,Write,9056014336,2048,2833\r\n128166385295514878,hm,1,Read,11855351808,512,2617\n\n"
+      "128166385301451520,web,0,Write,3163095040,40960,3438\n";
+  write(dir / "msr" / "hm.csv", msr);
   write(dir / "vscsi" / "v1.vscsi", vscsi(1));
   write(dir / "vscsi" / "v2.vscsi", vscsi(2));
   write(dir / "blktrace" / "events", blktrace());
+  write(dir / "fio_iolog" / "v2.log",
+        "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 4096 8192\n/dev/sdb wait 15 0\n"
+        "/dev/sdb read 0 4096\n/dev/sdb trim 8192 4096\n/dev/sdb sync 0 0\n/dev/sdb close\n");
+  write(dir / "systor" / "systor.csv",
+        "Timestamp,Response,IOType,LUN,Offset,Size\n1450535590.151316,0.000494,R,1,12314624,4096\n"
+        "1450535590.150001,0.001,W,2,0,8192\n1450535590.152,,R,1,4096,512\n1450535590.153,0.0002,,1,0,4096\n");
+  write(dir / "tencent" / "cbs.csv", "1538323200,2048,8,0,1283\n1538323199,100,16,1,1283\n1538323200,0,1,1,7\n");
+  write(dir / "alibaba" / "ali.csv",
+        "device_id,opcode,offset,length,timestamp\n0,R,126703644672,4096,1577808144249644\n3,W,0,512,1577808144249000\n");
+  write(dir / "spc" / "spc.csv", "0,303567,3584,w,0.000000\n1,55590,3072,r,0.026214,extra\n0,303574,3584,W,0.0262\n");
+  write(dir / "disksim" / "disksim.txt", "0.000000 0 1000 8 1\n1.5   1   2000  16  0\n12.25\t0\t8\t1\t3\n");
+  write(dir / "decompress" / "plain", msr);
+  write(dir / "decompress" / "msr.gz", gzip(msr));
+  write(dir / "decompress" / "two-members.gz", gzip(msr.substr(0, 60)) + gzip(msr.substr(60)));
+  write(dir / "decompress" / "msr.bz2", bzip2(msr));
+  write(dir / "decompress" / "msr.xz", xz(msr));
+  write(dir / "decompress" / "msr.zst", iotape::frame::compress(msr, 3));
+
   std::filesystem::create_directories(dir / "reader");
   const auto iot = dir / "reader" / "trace.iot";
   trace(iot.string());
   std::ifstream in(iot, std::ios::binary);
   const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   write(dir / "reader" / "trace.frames", std::string(1, '\0') + iotape::fuzz::frames_from_file(bytes));
+  // The importers of other tools' formats read what iotape writes for them too.
+  export_to(iot, "blkparse", dir / "blkparse" / "trace.txt");
+  export_to(iot, "fio-iolog", dir / "fio_iolog" / "v3.log");
+  export_to(iot, "csv", dir / "iotape_csv" / "trace.csv");
+  export_to(iot, "jsonl", dir / "jsonl" / "trace.jsonl");
   return 0;
 }
