@@ -652,6 +652,7 @@ TEST_CASE("jsonl: malformed lines fail with file, line and the field", "[interop
   };
   require_error("jsonl", ok + "\n{\"index\":0,\n", 2, "not JSON at column");
   require_error("jsonl", ok + "\nindex,device\n", 2, "not JSON at column");
+  require_error("jsonl", ok + "\n{\"index\":3e99999}\n", 2, "not JSON: number overflow parsing '3e99999'");
   require_error("jsonl", "[1,2]\n", 1, "not a JSON object");
   require_error("jsonl", with("issue_ns", ""), 2, "no \"issue_ns\" field");
   require_error("jsonl", with("op", ""), 2, "no \"op\" field");

@@ -20,6 +20,16 @@ constexpr std::string_view kKeys[] = {
     "index", "device", "dev", "device_name", "op", "flags", "offset", "length", "queue_ns",
     "issue_ns", "complete_ns", "status", "pid", "comm", "cgroup", "cpu", "source_index"};
 
+// nlohmann's message without its "[json.exception.KIND.N] " and "parse error
+// at line 1, column C: " prefixes: the file and line are ours to name.
+std::string reason(const json::exception& e) {
+  std::string_view why = e.what();
+  if (const size_t at = why.find("] "); at != std::string_view::npos) why.remove_prefix(at + 2);
+  if (const size_t at = why.find(": "); why.starts_with("parse error at ") && at != std::string_view::npos)
+    why.remove_prefix(at + 2);
+  return printable(why);
+}
+
 // One line's object; its fields are read with their types and ranges
 // checked, every error naming the line and the field.
 class Fields {
@@ -28,11 +38,9 @@ class Fields {
     try {
       j_ = json::parse(text.begin(), text.end());
     } catch (const json::parse_error& e) {
-      // "[json.exception.parse_error.101] parse error at line 1, column 5: why": the line is ours to name.
-      std::string_view why = e.what();
-      if (const size_t at = why.find(": ", why.find("column ")); at != std::string_view::npos)
-        why.remove_prefix(at + 2);
-      p.fail("not JSON at column " + std::to_string(e.byte) + ": " + printable(why));
+      p.fail("not JSON at column " + std::to_string(e.byte) + ": " + reason(e));
+    } catch (const json::exception& e) {  // a number beyond a double's range, e.g. 1e999
+      p.fail("not JSON: " + reason(e));
     }
     if (!j_.is_object()) p.fail("not a JSON object: " + quote_field(text));
     for (const auto& item : j_.items())
