@@ -41,7 +41,10 @@ class Backend {
   // Completions recorded without their submission (in flight when the capture
   // began, or a submission event the kernel did not deliver).
   virtual uint64_t unmatched() { return 0; }
-  // IOs recorded without their completion, which the kernel did not deliver.
+  // Stops capturing and passes `sink` the IOs issued but not completed so far
+  // (in flight at the stop, or whose completion the kernel never delivered).
+  virtual void finish(const IoSink& /*sink*/) {}
+  // IOs recorded without their completion (see finish()).
   virtual uint64_t uncompleted() { return 0; }
 };
 

@@ -123,9 +123,41 @@ class EbpfBackend final : public Backend {
     if (n < 0 && n != -EINTR) throw std::runtime_error(std::string("ring buffer: ") + std::strerror(-n));
   }
 
+  void finish(const IoSink& sink) override {
+    // Detached, nothing changes the table any more: what completed is in the
+    // ring buffer, what is left in the table was issued and never completed.
+    iotrace_bpf__detach(skel_);
+    poll(0, sink);
+    bpf_map* table = skel_->maps.inflight;
+    uint64_t key = 0, next = 0;
+    const uint64_t* prev = nullptr;
+    while (bpf_map__get_next_key(table, prev, &next, sizeof next) == 0) {
+      key = next;
+      prev = &key;
+      iotrace_inflight s{};
+      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) != 0 || !s.issue_ns) continue;
+      iotrace_event e{};
+      e.queue_ns = s.queue_ns;
+      e.issue_ns = s.issue_ns;
+      e.sector = s.sector;
+      e.cgroup = s.cgroup;
+      e.bytes = s.bytes;
+      e.pid = s.pid;
+      e.device = s.device;
+      e.cpu = s.cpu;
+      e.flags = s.flags;
+      e.op = s.op;
+      std::memcpy(e.comm, s.comm, sizeof e.comm);
+      sink(to_io(e));
+      ++left_in_flight_;
+    }
+  }
+
   uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
   uint64_t unmatched() override { return last_unmatched_ = counter(IOTRACE_UNMATCHED, last_unmatched_); }
-  uint64_t uncompleted() override { return last_uncompleted_ = counter(IOTRACE_UNCOMPLETED, last_uncompleted_); }
+  uint64_t uncompleted() override {
+    return left_in_flight_ + (last_uncompleted_ = counter(IOTRACE_UNCOMPLETED, last_uncompleted_));
+  }
 
  private:
   // The sum over CPUs of one slot of the counter array (`previous` if unreadable).
@@ -145,10 +177,7 @@ class EbpfBackend final : public Backend {
     throw std::runtime_error(what + ": " + std::strerror(err < 0 ? -err : err));
   }
 
-  static int on_event(void* ctx, void* data, size_t size) {
-    auto* self = static_cast<EbpfBackend*>(ctx);
-    if (size < sizeof(iotrace_event) || !self->sink_) return 0;
-    const auto& e = *static_cast<const iotrace_event*>(data);
+  static Io to_io(const iotrace_event& e) {
     Io io;
     // A request seen only at completion still gets a place in time.
     const uint64_t issue = e.issue_ns ? e.issue_ns : (e.queue_ns ? e.queue_ns : e.complete_ns);
@@ -165,7 +194,13 @@ class EbpfBackend final : public Backend {
     io.comm = std::string_view(e.comm, strnlen(e.comm, IOTRACE_COMM_LEN));
     io.cgroup = e.cgroup;
     io.cpu = e.cpu ? static_cast<int32_t>(e.cpu) - 1 : -1;
-    (*self->sink_)(io);
+    return io;
+  }
+
+  static int on_event(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<EbpfBackend*>(ctx);
+    if (size < sizeof(iotrace_event) || !self->sink_) return 0;
+    (*self->sink_)(to_io(*static_cast<const iotrace_event*>(data)));
     return 0;
   }
 
@@ -177,6 +212,7 @@ class EbpfBackend final : public Backend {
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
   uint64_t last_uncompleted_ = 0;
+  uint64_t left_in_flight_ = 0;  // IOs finish() found issued and not completed
 };
 
 static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&

@@ -15,6 +15,7 @@
  * The entry then outlives its request, and when block_io_start reuses the
  * request it finds the entry still issued: the IO is sent then, from what the
  * entry kept, without a completion time, and counted (IOTRACE_UNCOMPLETED).
+ * Entries still issued when the capture stops are read by user space. 
  *
  * All times come from bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME keeps counting
  * across suspend, so a week-long trace keeps one time line. The kernel's own
@@ -28,6 +29,7 @@
 #include "iotrace.h"
 
 #define MAX_INFLIGHT 65536
+#define EEXIST 17
 
 /* Set by the loader from the kernel's BTF before loading. */
 const volatile bool rq_is_first_arg = true; /* block_rq_{insert,issue,merge}(rq) since 5.11, (q, rq) before */
@@ -36,24 +38,11 @@ const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
 const volatile char filter_comm[IOTRACE_COMM_LEN] = {};
 
-struct start {
-	__u64 queue_ns;
-	__u64 issue_ns;
-	__u64 sector;    /* at issue: what a missed completion is reported with */
-	__u32 bytes;
-	__u32 cmd_flags;
-	__u64 cgroup;
-	__u32 pid;
-	__u32 cpu;
-	__u32 device;
-	char comm[IOTRACE_COMM_LEN];
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_INFLIGHT);
 	__type(key, __u64);
-	__type(value, struct start);
+	__type(value, struct iotrace_inflight);
 } inflight SEC(".maps");
 
 /* Traced devices: kernel dev_t (major << 20 | minor) -> trace device index. */
@@ -158,7 +147,7 @@ static __always_inline __u16 flags_of(__u32 cmd_flags)
 }
 
 /* Sends one record; complete_ns 0 = the completion was missed. */
-static __always_inline void emit(const struct start *s, __u64 sector, __u32 bytes, __u32 cmd_flags,
+static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 op, __u16 flags,
 				 __u8 status, __u64 complete_ns)
 {
 	struct iotrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -176,8 +165,8 @@ static __always_inline void emit(const struct start *s, __u64 sector, __u32 byte
 	e->pid = s->pid;
 	e->device = s->device;
 	e->cpu = s->cpu;
-	e->flags = flags_of(cmd_flags);
-	e->op = op_of(cmd_flags);
+	e->flags = flags;
+	e->op = op;
 	e->status = status;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
 	/* User space polls on a timer; waking it for every record would
@@ -188,20 +177,14 @@ static __always_inline void emit(const struct start *s, __u64 sector, __u32 byte
 
 static __always_inline int on_submit(struct request *rq)
 {
-	struct start s = {};
+	struct iotrace_inflight s = {};
 	__u64 key = (__u64)rq;
 	__u32 *dev = device_index(rq);
-	struct start *stale;
+	struct iotrace_inflight *stale;
+	long err;
 
 	if (!dev)
 		return 0;
-	/* An issued entry under a request being submitted anew belongs to its
-	 * previous use, whose completion this program never saw. */
-	stale = bpf_map_lookup_elem(&inflight, &key);
-	if (stale && stale->issue_ns) {
-		emit(stale, stale->sector, stale->bytes, stale->cmd_flags, 0, 0);
-		count(IOTRACE_UNCOMPLETED);
-	}
 	s.device = *dev;
 	s.pid = bpf_get_current_pid_tgid() >> 32;
 	if (filter_pid && s.pid != filter_pid)
@@ -212,16 +195,27 @@ static __always_inline int on_submit(struct request *rq)
 	s.queue_ns = bpf_ktime_get_boot_ns();
 	s.cgroup = bpf_get_current_cgroup_id();
 	s.cpu = bpf_get_smp_processor_id() + 1;
-	if (bpf_map_update_elem(&inflight, &key, &s, BPF_ANY))
+	err = bpf_map_update_elem(&inflight, &key, &s, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* An entry under a request being submitted anew belongs to its
+		 * previous use; if that was issued, its completion never came. */
+		stale = bpf_map_lookup_elem(&inflight, &key);
+		if (stale && stale->issue_ns) {
+			emit(stale, stale->sector, stale->bytes, stale->op, stale->flags, 0, 0);
+			count(IOTRACE_UNCOMPLETED);
+		}
+		err = bpf_map_update_elem(&inflight, &key, &s, BPF_ANY);
+	}
+	if (err)
 		count_drop();
 	return 0;
 }
 
 /* A request nobody submitted through block_io_start (flush, requeue,
  * passthrough): open an entry without a submitter, unless filtering by one. */
-static __always_inline struct start *open_anonymous(struct request *rq, __u64 key)
+static __always_inline struct iotrace_inflight *open_anonymous(struct request *rq, __u64 key)
 {
-	struct start s = {};
+	struct iotrace_inflight s = {};
 	__u32 *dev;
 
 	if (filtering_submitter())
@@ -254,7 +248,7 @@ int block_rq_insert(u64 *ctx)
 {
 	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
 	__u64 key = (__u64)rq;
-	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_inflight *s = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!s) {
 		s = open_anonymous(rq, key);
@@ -269,15 +263,18 @@ int block_rq_issue(u64 *ctx)
 {
 	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
 	__u64 key = (__u64)rq;
-	struct start *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_inflight *s = bpf_map_lookup_elem(&inflight, &key);
+	__u32 cmd_flags;
 
 	if (!s)
 		s = open_anonymous(rq, key);
 	if (s) {
 		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
+		cmd_flags = rq->cmd_flags;
 		s->sector = rq->__sector;
 		s->bytes = rq->__data_len;
-		s->cmd_flags = rq->cmd_flags;
+		s->op = op_of(cmd_flags);
+		s->flags = flags_of(cmd_flags);
 	}
 	return 0;
 }
@@ -297,9 +294,9 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
-	struct start *s = bpf_map_lookup_elem(&inflight, &key);
-	struct start unmatched = {};
-	__u32 left;
+	struct iotrace_inflight *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_inflight unmatched = {};
+	__u32 cmd_flags, left;
 	__u32 *dev;
 
 	if (!s) {
@@ -315,7 +312,9 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	}
 	left = rq->__data_len;
 	/* A partial completion reports the bytes done; the rest follows. */
-	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, rq->cmd_flags, error, bpf_ktime_get_boot_ns());
+	cmd_flags = rq->cmd_flags;
+	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, op_of(cmd_flags), flags_of(cmd_flags), error,
+	     bpf_ktime_get_boot_ns());
 	if (nr_bytes >= left)
 		bpf_map_delete_elem(&inflight, &key);
 	return 0;

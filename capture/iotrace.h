@@ -52,4 +52,22 @@ struct iotrace_event {
 	char comm[IOTRACE_COMM_LEN];
 };
 
+/* The in-flight table's value, keyed by the request's address: opened at
+ * submission, completed at issue, closed (and sent as an event) at
+ * completion. User space reads what is left when the capture stops. */
+struct iotrace_inflight {
+	__u64 queue_ns;
+	__u64 issue_ns;  /* 0 = not issued yet */
+	__u64 sector;    /* at issue: what an IO without completion is reported with */
+	__u64 cgroup;
+	__u32 bytes;
+	__u32 pid;
+	__u32 cpu;
+	__u32 device;
+	__u16 flags;
+	__u8 op;
+	__u8 pad;
+	char comm[IOTRACE_COMM_LEN];
+};
+
 #endif

@@ -177,6 +177,7 @@ RecordResult record(const RecordOptions& o) {
       }
     }
     backend->poll(0, sink);  // what completed before the stop is still in the buffer
+    backend->finish(sink);
     order.release(0, write, true);
     if (const uint64_t d = backend->dropped(); d > dropped) {
       out.add_dropped(d - dropped);

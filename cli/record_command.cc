@@ -72,7 +72,7 @@ void run_record(RecordCli& c) {
   if (r.unmatched)
     fmt::print(stderr, "iotape: {} IOs seen only at completion (no submitter, issue time unknown)\n", r.unmatched);
   if (r.uncompleted)
-    fmt::print(stderr, "iotape: {} IOs whose completion the kernel did not deliver (kept without one)\n",
+    fmt::print(stderr, "iotape: {} IOs issued without a completion in the capture (kept without one)\n",
                r.uncompleted);
   if (r.write_failed) {
     fmt::print(stderr, "iotape: stopped: {}\n", r.stop_reason);
