@@ -664,6 +664,8 @@ TEST_CASE("jsonl: malformed lines fail with file, line and the field", "[interop
   require_error("jsonl", with("op", "\"fly\""), 2, "unknown op 'fly'");
   require_error("jsonl", with("op", "3"), 2, "op is not a string");
   require_error("jsonl", with("complete_n", "5"), 2, "unknown field 'complete_n'");
+  require_error("jsonl", with("x\ny", "5"), 2, "unknown field 'x?y'");  // the error stays one line
+  require_error("jsonl", with("dev", "\"8:0\\n\""), 2, "dev '8:0?' is not MAJOR:MINOR");
   require_error("jsonl", with("dev", "\"8-0\""), 2, "dev '8-0' is not MAJOR:MINOR");
   require_error("jsonl", with("device_name", "\"sdb\""), 2,
                 "device 0 is 8:0 named 'sdb' here but 8:0 named 'sda' before");

@@ -6,7 +6,7 @@ namespace {
 constexpr uint32_t kMaxDevices = 1 << 16;  // indexes are kept, so each one below costs a device
 
 std::string describe(uint32_t major, uint32_t minor, const std::optional<std::string>& name) {
-  return std::to_string(major) + ":" + std::to_string(minor) + (name ? " named " + quote_field(*name) : "");
+  return std::to_string(major) + ":" + std::to_string(minor) + (name ? " named " + quote_field(printable(*name)) : "");
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ class Fields {
     if (!j_.is_object()) p.fail("not a JSON object: " + quote_field(text));
     for (const auto& item : j_.items())
       if (std::find(std::begin(kKeys), std::end(kKeys), item.key()) == std::end(kKeys))
-        p.fail("unknown field " + quote_field(item.key()));
+        p.fail("unknown field " + quote_field(printable(item.key())));
   }
 
   // An integer field of type T, at least `min`. A line without it gives
@@ -86,7 +86,8 @@ class Fields {
 // "8:0" -> {8, 0}.
 std::pair<uint32_t, uint32_t> major_minor(const FieldParser& p, std::string_view dev) {
   const size_t colon = dev.find(':');
-  if (colon == std::string_view::npos) p.fail("dev " + quote_field(dev) + " is not MAJOR:MINOR");
+  if (colon == std::string_view::npos || dev.find_first_not_of("0123456789:") != std::string_view::npos)
+    p.fail("dev " + quote_field(printable(dev)) + " is not MAJOR:MINOR");
   const uint64_t major = p.number(dev.substr(0, colon), "major"), minor = p.number(dev.substr(colon + 1), "minor");
   if (major > UINT32_MAX || minor > UINT32_MAX) p.fail("major or minor out of range");
   return {static_cast<uint32_t>(major), static_cast<uint32_t>(minor)};
@@ -102,7 +103,7 @@ ImportReport import_jsonl(std::span<const Input> inputs, const ImportOptions& op
     const uint64_t device = f.integer<uint64_t>("device");
     const std::string_view op_name = *f.string("op", true);
     const std::optional<Op> op = op_from_name(op_name);
-    if (!op) p.fail("unknown op " + quote_field(op_name));
+    if (!op) p.fail("unknown op " + quote_field(printable(op_name)));
     Io io;
     io.op = *op;
     io.flags = f.integer<uint32_t>("flags");
