@@ -372,6 +372,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);
   }
 
+  // The replay lasted until its last completion; encoding what is left of the
+  // result is not part of it.
+  out.duration_ns = monotonic_ns() - start;
   if (!finished.empty()) finished_q.push(finished);
   finished_q.close();
   writer_thread.join();
@@ -380,7 +383,6 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   out.fidelity = fidelity.summary();
   out.ios = out.fidelity.ios;
   out.errors = out.fidelity.errors;
-  out.duration_ns = monotonic_ns() - start;
   writer.set_metadata("replay.interrupted", out.interrupted ? "true" : "false");
   writer.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
   for (const auto& [k, v] : out.fidelity.metadata()) writer.set_metadata(k, v);
