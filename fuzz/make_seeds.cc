@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
         "1450535590.150001,0.001,W,2,0,8192\n1450535590.152,,R,1,4096,512\n1450535590.153,0.0002,,1,0,4096\n");
   write(dir / "tencent" / "cbs.csv", "1538323200,2048,8,0,1283\n1538323199,100,16,1,1283\n1538323200,0,1,1,7\n");
   write(dir / "alibaba" / "ali.csv",
-        "device_id,opcode,offset,length,timestamp\n0,R,126703644672,4096,1577808144249644\n3,W,0,512,1577808144249000\n");
+        "device_id,opcode,offset,length,timestamp\n0,R,126703644672,4096,1577808144249644\n"
+        "3,W,0,512,1577808144249000\n");
   write(dir / "spc" / "spc.csv", "0,303567,3584,w,0.000000\n1,55590,3072,r,0.026214,extra\n0,303574,3584,W,0.0262\n");
   write(dir / "disksim" / "disksim.txt", "0.000000 0 1000 8 1\n1.5   1   2000  16  0\n12.25\t0\t8\t1\t3\n");
   write(dir / "decompress" / "plain", msr);
