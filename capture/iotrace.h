@@ -37,7 +37,7 @@ enum iotrace_flag {
 /* All times are bpf_ktime_get_boot_ns() (CLOCK_BOOTTIME); 0 = unknown
  * (complete_ns is 0 for a request whose completion the program missed). */
 struct iotrace_event {
-	__u64 queue_ns;    /* submission (block_io_start, else insert) */
+	__u64 queue_ns;    /* submission (block_io_start) */
 	__u64 issue_ns;    /* dispatch to the driver (block_rq_issue) */
 	__u64 complete_ns; /* block_rq_complete */
 	__u64 sector;      /* 512-byte units from the start of the whole disk */
