@@ -30,6 +30,25 @@ std::vector<Io> read_ios(const std::string& path, std::vector<std::string>* comm
   return out;
 }
 
+// The IOs are the same, their times relative to the first queue time (as
+// blktrace's are).
+void require_same_ios(const std::vector<Io>& a, const std::vector<Io>& b) {
+  REQUIRE(a.size() == b.size());
+  const int64_t a0 = a[0].queue_ns, b0 = b[0].queue_ns;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("IO " << i);
+    REQUIRE(a[i].issue_ns - a0 == b[i].issue_ns - b0);
+    REQUIRE(a[i].queue_ns - a0 == b[i].queue_ns - b0);
+    REQUIRE(a[i].complete_ns - a0 == b[i].complete_ns - b0);
+    REQUIRE(a[i].offset == b[i].offset);
+    REQUIRE(a[i].length == b[i].length);
+    REQUIRE(a[i].op == b[i].op);
+    REQUIRE(a[i].flags == b[i].flags);
+    REQUIRE(a[i].pid == b[i].pid);
+    REQUIRE(a[i].comm == b[i].comm);
+  }
+}
+
 // blkparse's closing "Total" section: completed IOs and KiB per direction.
 struct BlkparseTotals {
   uint64_t reads_completed = 0, read_kib = 0, writes_completed = 0, write_kib = 0;
@@ -218,21 +237,7 @@ TEST_CASE("blktrace export round-trips through the blktrace importer") {
   std::vector<std::string> c1, c2;
   const auto a = read_ios(dir.file("s.iot"), &c1);
   const auto b = read_ios(dir.file("back.iot"), &c2);
-  REQUIRE(a.size() == b.size());
-  // blktrace times are relative to the first event: compare relative times.
-  const int64_t a0 = a[0].queue_ns, b0 = b[0].queue_ns;
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO("IO " << i);
-    REQUIRE(a[i].issue_ns - a0 == b[i].issue_ns - b0);
-    REQUIRE(a[i].queue_ns - a0 == b[i].queue_ns - b0);
-    REQUIRE(a[i].complete_ns - a0 == b[i].complete_ns - b0);
-    REQUIRE(a[i].offset == b[i].offset);
-    REQUIRE(a[i].length == b[i].length);
-    REQUIRE(a[i].op == b[i].op);
-    REQUIRE(a[i].flags == b[i].flags);
-    REQUIRE(a[i].pid == b[i].pid);
-    REQUIRE(a[i].comm == b[i].comm);
-  }
+  require_same_ios(a, b);
   // What the format drops: cgroup and source index (none here), device naming.
 }
 
@@ -257,4 +262,70 @@ TEST_CASE("fio replays the fio-iolog export of the MSR sample with iotape's coun
   CHECK(job["read"]["io_bytes"].get<uint64_t>() == info["bytes_read"].get<uint64_t>());
   CHECK(job["write"]["io_bytes"].get<uint64_t>() == info["bytes_written"].get<uint64_t>());
   CHECK(info["reads"].get<uint64_t>() == 508);
+}
+
+TEST_CASE("blkparse export of flushes, FUA, discards and zero-length IOs is blkparse's and imports as the binary") {
+  TempDir dir;
+  {
+    v1::TraceHeader h;
+    auto* d = h.add_devices();
+    d->set_major(8);
+    d->set_minor(16);
+    TraceWriter w(dir.file("f.iot"), h);
+    struct Spec {
+      Op op;
+      uint32_t flags;
+      uint64_t offset, length;
+    };
+    const Spec specs[] = {
+        {Op::kWrite, flag::kSync, 4096, 4096},
+        {Op::kFlush, flag::kSync, 0, 0},                              // a flush
+        {Op::kWrite, flag::kPreflush | flag::kSync, 8192, 8192},      // a preflush write
+        {Op::kWrite, flag::kFua | flag::kSync, 16384, 4096},          // a FUA write
+        {Op::kDiscard, 0, 1 << 20, 1 << 20},                          // a discard
+        {Op::kFlush, flag::kFua, 1 << 22, 0},                         // zero-length, not at sector 0
+        {Op::kRead, 0, 65536, 0},                                     // zero-length read: "N"
+    };
+    int64_t t = 1'000'000;
+    for (const Spec& s : specs) {
+      Io io;
+      io.queue_ns = t;
+      io.issue_ns = t + 1000;
+      io.complete_ns = t + 50'000;
+      t += 10'000;
+      io.op = s.op;
+      io.flags = s.flags;
+      io.offset = s.offset;
+      io.length = s.length;
+      io.pid = 42;
+      io.comm = "jbd2/sdb1-8";
+      io.cpu = 1;
+      w.append(io);
+    }
+    w.close();
+  }
+  REQUIRE(run(iotape_cmd() + " export blktrace " + dir.file("f.iot") + " -o " + dir.file("f.bin")).exit_code == 0);
+  REQUIRE(run(iotape_cmd() + " export blkparse " + dir.file("f.iot") + " -o " + dir.file("f.txt")).exit_code == 0);
+  const auto parsed = run("blkparse -i - < " + dir.file("f.bin"));
+  REQUIRE(parsed.exit_code == 0);
+  const auto text = run("cat " + dir.file("f.txt"));
+  REQUIRE(text.exit_code == 0);
+  // (a) byte for byte what blkparse prints for the binary export.
+  CHECK(text.output == parsed.output.substr(0, parsed.output.find("CPU")));
+  CHECK(text.output.find(" Q FWS [jbd2/sdb1-8]\n") != std::string::npos);
+  CHECK(text.output.find(" C FWS 0 [0]\n") != std::string::npos);
+
+  // (b) importing the text gives the IOs importing the binary gives.
+  REQUIRE(run(iotape_cmd() + " import blkparse " + dir.file("f.txt") + " -o " + dir.file("text.iot")).exit_code == 0);
+  REQUIRE(run(iotape_cmd() + " import blktrace " + dir.file("f.bin") + " -o " + dir.file("bin.iot")).exit_code == 0);
+  std::vector<std::string> c1, c2;
+  const auto a = read_ios(dir.file("text.iot"), &c1);
+  const auto b = read_ios(dir.file("bin.iot"), &c2);
+  REQUIRE(a.size() == 7);
+  require_same_ios(a, b);
+  CHECK(a[1].op == Op::kFlush);
+  CHECK(a[2].flags == (flag::kPreflush | flag::kSync));
+  CHECK(a[3].flags == (flag::kFua | flag::kSync));
+  CHECK(a[4].op == Op::kDiscard);
+  CHECK(a[5].offset == 1u << 22);
 }

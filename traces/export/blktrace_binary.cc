@@ -15,23 +15,6 @@ namespace {
 namespace category = blktrace::category;
 constexpr uint32_t kRecordMagic = blktrace::kMagic | blktrace::kVersion;
 
-uint32_t categories(const Io& io) {
-  uint32_t c = category::kFs;
-  switch (io.op) {
-    case Op::kRead: c |= category::kRead; break;
-    case Op::kWrite: case Op::kWriteZeroes: c |= category::kWrite; break;
-    case Op::kDiscard: c |= category::kWrite | category::kDiscard; break;
-    case Op::kFlush: c |= category::kWrite | category::kFlush; break;
-    case Op::kOther: break;
-  }
-  if (io.flags & flag::kSync) c |= category::kSync;
-  if (io.flags & flag::kFua) c |= category::kFua;
-  if (io.flags & flag::kPreflush) c |= category::kFlush;
-  if (io.flags & flag::kMeta) c |= category::kMeta;
-  if (io.flags & flag::kReadahead) c |= category::kAhead;
-  return c;
-}
-
 }  // namespace
 
 ExportReport export_blktrace(TraceReader& in, std::FILE* out) {
@@ -61,7 +44,7 @@ ExportReport export_blktrace(TraceReader& in, std::FILE* out) {
                           : e.action == BlockAction::kIssue ? blktrace::action(blktrace::kIssue, category::kIssue)
                                                             : blktrace::action(blktrace::kComplete, category::kComplete);
     const blktrace::Record rec{kRecordMagic, ++sequence[cpu], t, io.offset / 512, static_cast<uint32_t>(io.length),
-                               what | (categories(io) << 16), io.pid, device_of(io), cpu,
+                               what | (blktrace_categories(io) << 16), io.pid, device_of(io), cpu,
                                static_cast<uint16_t>(io.status < 0 ? -io.status : io.status), 0};
     std::fwrite(&rec, sizeof rec, 1, out);
   });

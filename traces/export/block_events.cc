@@ -2,7 +2,39 @@
 
 #include <algorithm>
 
+#include "traces/blktrace_layout.h"
+
 namespace iotape {
+
+namespace category = blktrace::category;
+
+uint32_t blktrace_categories(const Io& io) {
+  uint32_t c = category::kFs;
+  switch (io.op) {
+    case Op::kRead: c |= category::kRead; break;
+    case Op::kWrite: case Op::kWriteZeroes: c |= category::kWrite; break;
+    case Op::kDiscard: c |= category::kWrite | category::kDiscard; break;
+    case Op::kFlush: c |= category::kWrite | category::kFlush; break;
+    case Op::kOther: break;
+  }
+  if (io.flags & flag::kSync) c |= category::kSync;
+  if (io.flags & flag::kFua) c |= category::kFua;
+  if (io.flags & flag::kPreflush) c |= category::kFlush;
+  if (io.flags & flag::kMeta) c |= category::kMeta;
+  if (io.flags & flag::kReadahead) c |= category::kAhead;
+  return c;
+}
+
+std::string blkparse_rwbs(uint32_t c, uint64_t bytes) {
+  std::string s;
+  if (c & category::kFlush) s += 'F';
+  s += c & category::kDiscard ? 'D' : c & category::kWrite ? 'W' : bytes ? 'R' : 'N';
+  if (c & category::kFua) s += 'F';
+  if (c & category::kAhead) s += 'A';
+  if (c & category::kSync) s += 'S';
+  if (c & category::kMeta) s += 'M';
+  return s;
+}
 
 void BlockEventStream::add(const Io& in) {
   Io io = in;

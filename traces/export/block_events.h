@@ -15,6 +15,12 @@
 
 namespace iotape {
 
+// blktrace's category bits (blktrace::category) for an IO's events.
+uint32_t blktrace_categories(const Io& io);
+// The RWBS letters blkparse prints for events of those categories and size:
+// [F]{D|W|R|N}[F][A][S][M], N for a zero-size request that is not a write.
+std::string blkparse_rwbs(uint32_t categories, uint64_t bytes);
+
 enum class BlockAction : uint8_t { kQueue, kIssue, kComplete };
 
 struct BlockEvent {

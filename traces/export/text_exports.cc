@@ -51,11 +51,17 @@ ExportReport export_blkparse(TraceReader& in, std::FILE* out) {
     const int64_t t = std::max<int64_t>(0, e.time_ns - t0);
     const char a = e.action == BlockAction::kQueue ? 'Q' : e.action == BlockAction::kIssue ? 'D' : 'C';
     // Completions show the error, the others the process, as blkparse does.
+    // A request of no whole sector shows no sector and size, its completion
+    // only the sector.
+    const uint64_t sectors = io.length / 512;
+    std::string where = sectors ? fmt::format("{} + {} ", io.offset / 512, sectors)
+                        : e.action == BlockAction::kComplete ? fmt::format("{} ", io.offset / 512)
+                                                             : std::string();
     std::string tail = e.action == BlockAction::kComplete ? std::to_string(io.status < 0 ? -io.status : io.status)
                                                           : std::string(io.comm.empty() ? "" : io.comm);
-    fmt::print(out, "{:>3},{:<3} {:>2} {:>8} {:>5}.{:09} {:>5}  {} {:>3} {} + {} [{}]\n", d ? d->major() : 0,
+    fmt::print(out, "{:>3},{:<3} {:>2} {:>8} {:>5}.{:09} {:>5}  {} {:>3} {}[{}]\n", d ? d->major() : 0,
                d ? d->minor() : io.device, cpu, ++sequence[cpu], t / 1'000'000'000, t % 1'000'000'000, io.pid, a,
-               rwbs(io), io.offset / 512, io.length / 512, tail);
+               blkparse_rwbs(blktrace_categories(io), io.length), where, tail);
   });
   for (auto batch = in.next_batch(); !batch.empty(); batch = in.next_batch())
     for (const Io& io : batch) {

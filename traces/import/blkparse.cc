@@ -135,8 +135,11 @@ class TextEvents {
       ev_.bytes = blocks_to_bytes(p, d[2]);
     } else if (dn >= 1 && error_tail) {  // a completion of zero bytes: its sector only
       ev_.sector = p.number(d[0], "sector");
+      ev_.sectorless = true;
     } else if (dn >= 1 && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
       c |= category::kPassthrough;  // passthrough requests print their byte count, no sector
+    } else if (dn == 0) {
+      ev_.sectorless = true;  // a request of zero bytes: no sector either
     }
     if (error_tail) {
       const int64_t e = tail.empty() ? 0 : p.signed_number(tail, "error");

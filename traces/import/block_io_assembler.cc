@@ -120,7 +120,7 @@ class BlockIoAssembler::Impl {
       ++report_.skipped;
       return;
     }
-    const Key k{ev.dev, ev.sector};
+    const Key k{ev.dev, ev.sectorless ? 0 : ev.sector};
     switch (ev.what()) {
       case kQueue:
         if (Request* r = queued_.back(k); r && r->remapped) {
@@ -272,6 +272,7 @@ class BlockIoAssembler::Impl {
       in_flight_.put({ev.dev, ev.sector + ev.bytes / kSector}, std::move(rest));
       return;
     }
+    if (ev.sectorless) r->start = ev.sector;
     emit(in_flight_.take_front(k), ev, place);
   }
 

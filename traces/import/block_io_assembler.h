@@ -46,6 +46,10 @@ struct TraceEvent {
   uint32_t remap_to_dev = 0;    // A: to (remap_to_dev, sector)
   uint64_t split_sector = 0;    // X: where the second part starts
   std::string_view comm;        // notify process name, or the process name printed with the event
+  // blkparse text of a request of no whole sector: its Q, D and other events
+  // print no sector, its C and R only the sector. Such events match at sector
+  // 0; a C gives the IO its sector.
+  bool sectorless = false;
 
   uint32_t what() const { return action & 0xff; }
   uint32_t categories() const { return action >> 16; }
