@@ -80,6 +80,9 @@ void run_info(const InfoOptions& o) {
                  s.last_ns);
     fmt::print("lost       {} dropped events, {} late IOs, {} IOs with errors\n", s.dropped_events, s.late_ios,
                s.errors);
+    // A capture keeps IOs it saw only in part (see capture.* in the header): say how many lack which time.
+    fmt::print("times      {} IOs with a queue time, {} with a completion time\n", s.with_queue_time,
+               s.with_completion);
     fmt::print("size       {} bytes, {:.3f} bytes per IO\n", bytes, per_io);
     for (const auto& d : devs)
       fmt::print("device     #{} {} {} {} {} bytes: {} IOs\n", d["index"].get<int>(), d["dev"].get<std::string>(),
