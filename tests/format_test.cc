@@ -17,7 +17,9 @@
 #include "traces/writer.h"
 
 using namespace iotape;
+using iotape::test::read_file;
 using iotape::test::TempDir;
+using iotape::test::write_file;
 
 namespace {
 
@@ -104,15 +106,6 @@ std::vector<Io> read_all(TraceReader& r, std::vector<std::string>* comms) {
     }
   for (size_t i = 0; i < out.size(); ++i) out[i].comm = (*comms)[i];
   return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void spit(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<long>(data.size()));
 }
 
 // Byte offsets of every frame in a trace file (header, chunks, index), found
@@ -271,9 +264,9 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
   for (bool with_index : {true, false}) {
     if (!with_index) {
       // Cut the index off: the chunks alone must carry devices and losses.
-      const std::string data = slurp(dir.file("d.iot"));
+      const std::string data = read_file(dir.file("d.iot"));
       auto frames = frame_offsets(data);
-      spit(dir.file("d.iot"), data.substr(0, frames.back()));
+      write_file(dir.file("d.iot"), data.substr(0, frames.back()));
     }
     TraceReader r(dir.file("d.iot"));
     CHECK(r.has_index() == with_index);
@@ -294,13 +287,13 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
   WriterOptions opt;
   opt.chunk_ios = 100;
   write_trace(dir.file("full.iot"), ios, opt);
-  const std::string data = slurp(dir.file("full.iot"));
+  const std::string data = read_file(dir.file("full.iot"));
   const auto frames = frame_offsets(data);
   REQUIRE(frames.size() == 1 + 20 + 1);  // header, chunks, index
 
   auto check_cut = [&](uint64_t cut) {
     INFO("cut at byte " << cut << " of " << data.size());
-    spit(dir.file("cut.iot"), data.substr(0, cut));
+    write_file(dir.file("cut.iot"), data.substr(0, cut));
     const uint64_t first_chunk = frames[1];
     if (cut < first_chunk) {
       // Nothing but (part of) the header: not readable as a trace, cleanly refused.
@@ -337,7 +330,7 @@ TEST_CASE("flipped bytes are detected, never decoded into garbage") {
   WriterOptions opt;
   opt.chunk_ios = 250;
   write_trace(dir.file("full.iot"), ios, opt);
-  const std::string data = slurp(dir.file("full.iot"));
+  const std::string data = read_file(dir.file("full.iot"));
   const auto frames = frame_offsets(data);
   std::mt19937 rng(7);
   int damaged = 0;
@@ -345,7 +338,7 @@ TEST_CASE("flipped bytes are detected, never decoded into garbage") {
     std::string bad = data;
     const size_t at = rng() % bad.size();
     bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
-    spit(dir.file("bad.iot"), bad);
+    write_file(dir.file("bad.iot"), bad);
     INFO("flipped byte " << at);
     std::vector<Io> got;
     std::vector<std::string> comms;
@@ -371,10 +364,10 @@ TEST_CASE("skip_damaged reads past a corrupt chunk") {
   WriterOptions opt;
   opt.chunk_ios = 100;
   write_trace(dir.file("t.iot"), ios, opt);
-  std::string data = slurp(dir.file("t.iot"));
+  std::string data = read_file(dir.file("t.iot"));
   const auto frames = frame_offsets(data);
   data[frames[4] + frame::kHeaderSize + 10] ^= 0x55;  // inside chunk 3's payload
-  spit(dir.file("t.iot"), data);
+  write_file(dir.file("t.iot"), data);
 
   TraceReader strict(dir.file("t.iot"));
   std::vector<std::string> c1;
@@ -397,9 +390,9 @@ TEST_CASE("seek_time lands on the first IO at or after the time, with and withou
   WriterOptions opt;
   opt.chunk_ios = 300;
   write_trace(dir.file("t.iot"), ios, opt);
-  std::string no_index = slurp(dir.file("t.iot"));
+  std::string no_index = read_file(dir.file("t.iot"));
   no_index.resize(frame_offsets(no_index).back());
-  spit(dir.file("n.iot"), no_index);
+  write_file(dir.file("n.iot"), no_index);
   for (const char* name : {"t.iot", "n.iot"}) {
     TraceReader r(dir.file(name));
     CHECK(r.has_index() == (std::string(name) == "t.iot"));
@@ -509,8 +502,8 @@ TEST_CASE("a full disk stops the writer with a clear error and a valid file") {
 
 TEST_CASE("files that are not traces are refused with the file and offset") {
   TempDir dir;
-  spit(dir.file("empty.iot"), "");
-  spit(dir.file("text.iot"), "hello, I am a CSV file\n1,2,3\n");
+  write_file(dir.file("empty.iot"), "");
+  write_file(dir.file("text.iot"), "hello, I am a CSV file\n1,2,3\n");
   REQUIRE_THROWS_WITH(TraceReader(dir.file("empty.iot")), Catch::Contains("empty.iot: byte 0: not an iotape trace"));
   REQUIRE_THROWS_WITH(TraceReader(dir.file("text.iot")), Catch::Contains("text.iot: byte 0"));
   REQUIRE_THROWS_WITH(TraceReader(dir.file("missing.iot")), Catch::Contains("missing.iot: cannot open trace"));
@@ -527,7 +520,7 @@ TEST_CASE("the same IOs and metadata give the same bytes") {
     for (int k = 0; k < 50; ++k) w.set_metadata("late" + std::to_string(k), "v");
     w.close();
   }
-  CHECK(slurp(dir.file("a.iot")) == slurp(dir.file("b.iot")));
+  CHECK(read_file(dir.file("a.iot")) == read_file(dir.file("b.iot")));
 }
 
 TEST_CASE("IOs with equal issue times keep their arrival order through the reorder window") {

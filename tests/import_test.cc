@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "tests/blktrace_records.h"
+#include "tests/import_errors.h"
 #include "tests/test_support.h"
 #include "traces/blktrace_layout.h"
 #include "traces/error.h"
@@ -20,7 +21,10 @@
 #include "traces/writer.h"
 
 using namespace iotape;
+using iotape::test::read_file;
+using iotape::test::require_import_error;
 using iotape::test::TempDir;
+using iotape::test::write_file;
 namespace blk = iotape::test::blk;
 
 namespace {
@@ -103,36 +107,6 @@ void require_same(std::vector<Row> got, std::vector<Row> want) {
       INFO("record " << i << " of " << got.size());
       REQUIRE(got[i] == want[i]);
     }
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Importing `bytes` as `format` must throw a TraceError that names the file,
-// the place (":LINE:" or ": byte N:") and says `why`.
-void require_import_error(const std::string& format, const std::string& bytes, const std::string& place,
-                          const std::string& why) {
-  TempDir dir;
-  const std::string input = dir.file("input");
-  write_file(input, bytes);
-  const Importer* imp = find_importer(format);
-  REQUIRE(imp != nullptr);
-  TraceWriter w(dir.file("out.iot"), {});
-  try {
-    imp->run({input}, w);
-    FAIL("no error for " << format << " input, expected " << place << " " << why);
-  } catch (const TraceError& e) {
-    const std::string msg = e.what();
-    INFO(msg);
-    CHECK(msg.find(input + place) != std::string::npos);
-    CHECK(msg.find(why) != std::string::npos);
-  }
 }
 
 template <typename T>

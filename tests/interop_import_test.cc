@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/blktrace_records.h"
+#include "tests/import_errors.h"
 #include "tests/test_support.h"
 #include "traces/error.h"
 #include "traces/import/format_detect.h"
@@ -26,7 +27,10 @@
 #include "traces/writer.h"
 
 using namespace iotape;
+using iotape::test::read_file;
+using iotape::test::require_import_error;
 using iotape::test::TempDir;
+using iotape::test::write_file;
 using iotape::test::run;
 namespace blk = iotape::test::blk;
 
@@ -124,33 +128,10 @@ void require_rows(const std::vector<Row>& got, const std::vector<Row>& want) {
   }
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Importing `bytes` as `format` must throw a TraceError naming the file and
 // line (":LINE:") and saying `why`.
 void require_error(const std::string& format, const std::string& bytes, int line, const std::string& why) {
-  TempDir dir;
-  const std::string input = dir.file("input");
-  write_file(input, bytes);
-  const Importer* imp = find_importer(format);
-  REQUIRE(imp != nullptr);
-  TraceWriter w(dir.file("out.iot"), {});
-  try {
-    imp->run({input}, w);
-    FAIL("no error for " << format << " input, expected line " << line << ": " << why);
-  } catch (const TraceError& e) {
-    const std::string msg = e.what();
-    INFO(msg);
-    CHECK(msg.find(input + ":" + std::to_string(line) + ": ") != std::string::npos);
-    CHECK(msg.find(why) != std::string::npos);
-  }
+  require_import_error(format, bytes, ":" + std::to_string(line) + ": ", why);
 }
 
 std::string iotape_cmd() { return test::iotape_binary(); }

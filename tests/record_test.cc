@@ -26,13 +26,6 @@
 namespace iotape::test {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A child process with stdout and stderr in `log`; killed and reaped by its
 // own pid if still running at destruction.
 class Process {
@@ -77,13 +70,13 @@ class Process {
   }
   bool wait_for_output(const std::string& needle, int timeout_ms) {
     for (int t = 0; t < timeout_ms; t += 20) {
-      if (slurp(log_).find(needle) != std::string::npos) return true;
+      if (read_file(log_).find(needle) != std::string::npos) return true;
       if (!running()) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
   }
-  std::string output() const { return slurp(log_); }
+  std::string output() const { return read_file(log_); }
 
  private:
   void reap(int st) {
@@ -170,7 +163,7 @@ FioRun run_fio(const TempDir& dir, const std::string& device) {
   Process fio({"fio", "--output-format=json", "--output=" + dir.file("fio.json"), job}, dir.file("fio.log"));
   r.pid = fio.pid();
   REQUIRE(fio.wait() == 0);
-  const auto j = nlohmann::json::parse(slurp(dir.file("fio.json")));
+  const auto j = nlohmann::json::parse(read_file(dir.file("fio.json")));
   for (const auto& job : j["jobs"]) {
     r.totals.ios[0] += job["read"]["total_ios"].get<uint64_t>();
     r.totals.bytes[0] += job["read"]["io_bytes"].get<uint64_t>();
@@ -289,7 +282,7 @@ void exact_capture_test(const std::string& backend) {
   REQUIRE(rec.stop(SIGINT) == 0);
   const BlockStat after = block_stat(loop.name());
   REQUIRE(fio.totals.ios[0] + fio.totals.ios[1] == 1400);
-  INFO(slurp(dir.file("record.log")));
+  INFO(read_file(dir.file("record.log")));
   check_exact(read_trace({dir.file("t.iot")}, loop.dev_major(), loop.dev_minor()), fio, before, after);
 }
 
@@ -534,7 +527,7 @@ TEST_CASE("a full file system ends the capture with a valid trace", "[record]") 
   for (int t = 0; t < 600 && rec.process().running(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fio.signal(SIGTERM);
   fio.wait();
-  const std::string log = slurp(dir.file("record.log"));
+  const std::string log = read_file(dir.file("record.log"));
   INFO(log);
   REQUIRE_FALSE(rec.process().running());
   CHECK(rec.process().wait() == 3);  // the documented exit status for an unwritable output

@@ -30,7 +30,9 @@
 
 using namespace iotape;
 using iotape::test::LoopDevice;
+using iotape::test::read_file;
 using iotape::test::TempDir;
+using iotape::test::write_file;
 
 namespace {
 
@@ -74,18 +76,6 @@ Io make_io(int64_t t, Op op, uint64_t offset, uint64_t length, int64_t latency =
 std::string replay_cmd(const std::string& trace, const std::string& target, const std::string& result,
                        const std::string& extra) {
   return iotape::test::iotape_binary() + " replay " + trace + " --target " + target + " -o " + result + " " + extra;
-}
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& p, const std::string& v) {
-  std::ofstream out(p);
-  out << v;
 }
 
 // The ftrace blk tracer on one device: issue (D) events as (op letter, byte

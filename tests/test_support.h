@@ -69,4 +69,8 @@ BlockStat block_stat(const std::string& name);
 // Path of the built iotape binary (set by CMake).
 std::string iotape_binary();
 
+// A whole file's bytes ("" if it cannot be read), and a file made of `bytes`.
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
 }  // namespace iotape::test
