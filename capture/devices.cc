@@ -22,6 +22,13 @@ BlockDevice from_sysfs(const std::string& name) {
   if (std::sscanf(dev.c_str(), "%u:%u", &d.major, &d.minor) != 2)
     throw std::runtime_error("cannot read " + (dir / "dev").string());
   d.request_based = fs::exists(dir / "mq");
+  if (d.request_based) {
+    for (const auto& q : fs::directory_iterator(dir / "mq")) {
+      ++d.hw_queues;
+      d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(q.path() / "nr_tags"));
+    }
+    d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(dir / "queue" / "nr_requests"));
+  }
   return d;
 }
 

@@ -15,6 +15,8 @@ struct BlockDevice {
   uint32_t major = 0;
   uint32_t minor = 0;
   bool request_based = false;  // blk-mq (has /sys/block/NAME/mq); bio-based devices emit no request events
+  uint32_t hw_queues = 0;      // blk-mq hardware queues
+  uint32_t tags = 0;           // request tags per hardware queue: the larger of the driver's and the scheduler's
   v1::Device describe() const;  // name, numbers, model, serial, size, block sizes, rotational
 };
 

@@ -1,6 +1,7 @@
 // The eBPF back end: loads iotrace.bpf.c and turns its records into Ios.
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,9 @@ namespace iotape::capture {
 namespace {
 
 constexpr uint64_t kDefaultBuffer = 16u << 20;
+// In-flight slots for all devices (80 bytes each): a loop device needs 256,
+// an NVMe drive 2,046 per hardware queue. Devices beyond it use the hash table.
+constexpr uint32_t kMaxSlots = 1u << 17;
 
 // libbpf explains load failures (verifier log, missing BTF) at warning level.
 int print_libbpf(enum libbpf_print_level level, const char* format, va_list args) {
@@ -91,12 +95,15 @@ class EbpfBackend final : public Backend {
     while (pow2 < buffer) pow2 <<= 1;
     bpf_map__set_max_entries(skel_->maps.events, static_cast<uint32_t>(pow2));
     skel_->rodata->wakeup_bytes = pow2 / 4;
+    const std::vector<iotrace_device> layout = slot_layout(o.devices);
+    bpf_map__set_max_entries(skel_->maps.slots, std::max<uint32_t>(slot_count_, 1));
     if (int err = iotrace_bpf__load(skel_))
       fail("cannot load the BPF program", err);
 
     for (uint32_t i = 0; i < o.devices.size(); ++i) {
       const uint32_t dev = (o.devices[i].major << 20) | o.devices[i].minor;
-      if (bpf_map__update_elem(skel_->maps.devices, &dev, sizeof dev, &i, sizeof i, BPF_ANY) != 0)
+      if (bpf_map__update_elem(skel_->maps.devices, &dev, sizeof dev, &i, sizeof i, BPF_ANY) != 0 ||
+          bpf_map__update_elem(skel_->maps.layouts, &i, sizeof i, &layout[i], sizeof layout[i], BPF_ANY) != 0)
         fail("cannot fill the device table", -errno);
     }
     if (int err = iotrace_bpf__attach(skel_)) fail("cannot attach the BPF program", err);
@@ -135,22 +142,14 @@ class EbpfBackend final : public Backend {
       key = next;
       prev = &key;
       iotrace_inflight s{};
-      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) != 0 || !s.issue_ns) continue;
-      iotrace_event e{};
-      e.queue_ns = s.queue_ns;
-      e.issue_ns = s.issue_ns;
-      e.sector = s.sector;
-      e.cgroup = s.cgroup;
-      e.bytes = s.bytes;
-      e.pid = s.pid;
-      e.device = s.device;
-      e.cpu = s.cpu;
-      e.flags = s.flags;
-      e.op = s.op;
-      std::memcpy(e.comm, s.comm, sizeof e.comm);
-      sink(to_io(e));
-      ++left_in_flight_;
+      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) == 0) send_uncompleted(s, sink);
     }
+    if (slot_count_ == 0) return;
+    const size_t bytes = size_t{slot_count_} * sizeof(iotrace_inflight);
+    void* slots = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
+    if (slots == MAP_FAILED) throw std::runtime_error(std::string("cannot read the slot table: ") + std::strerror(errno));
+    for (uint32_t i = 0; i < slot_count_; ++i) send_uncompleted(static_cast<const iotrace_inflight*>(slots)[i], sink);
+    ::munmap(slots, bytes);
   }
 
   uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
@@ -160,6 +159,43 @@ class EbpfBackend final : public Backend {
   }
 
  private:
+  // Slots for each device's requests, in device order, while they fit.
+  std::vector<iotrace_device> slot_layout(const std::vector<BlockDevice>& devices) {
+    std::vector<iotrace_device> out;
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+      iotrace_device d{};
+      d.index = i;
+      const uint64_t need = uint64_t{devices[i].hw_queues} * devices[i].tags;
+      if (need > 0 && slot_count_ + need <= kMaxSlots) {
+        d.hw_queues = devices[i].hw_queues;
+        d.tags = devices[i].tags;
+        d.first_slot = slot_count_;
+        slot_count_ += static_cast<uint32_t>(need);
+      }
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  // An open entry that was issued: its IO without a completion time.
+  void send_uncompleted(const iotrace_inflight& s, const IoSink& sink) {
+    if (!s.rq || !s.issue_ns) return;
+    iotrace_event e{};
+    e.queue_ns = s.queue_ns;
+    e.issue_ns = s.issue_ns;
+    e.sector = s.sector;
+    e.cgroup = s.cgroup;
+    e.bytes = s.bytes;
+    e.pid = s.pid;
+    e.device = s.device;
+    e.cpu = s.cpu;
+    e.flags = s.flags;
+    e.op = s.op;
+    std::memcpy(e.comm, s.comm, sizeof e.comm);
+    sink(to_io(e));
+    ++left_in_flight_;
+  }
+
   // The sum over CPUs of one slot of the counter array (`previous` if unreadable).
   uint64_t counter(uint32_t slot, uint64_t previous) const {
     std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus_));
@@ -184,7 +220,7 @@ class EbpfBackend final : public Backend {
     io.issue_ns = static_cast<int64_t>(issue);
     if (e.queue_ns) io.queue_ns = static_cast<int64_t>(e.queue_ns);
     if (e.complete_ns) io.complete_ns = static_cast<int64_t>(e.complete_ns);
-    io.offset = e.sector * 512;
+    io.offset = e.sector == ~uint64_t{0} ? 0 : e.sector * 512;  // a flush has no sector: (sector_t)-1
     io.length = e.bytes;
     io.device = e.device;
     io.op = static_cast<Op>(e.op);
@@ -209,6 +245,7 @@ class EbpfBackend final : public Backend {
   const IoSink* sink_ = nullptr;
   std::string detail_;
   int ncpus_ = 1;
+  uint32_t slot_count_ = 0;
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
   uint64_t last_uncompleted_ = 0;
@@ -218,6 +255,8 @@ class EbpfBackend final : public Backend {
 static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&
               IOTRACE_F_META == flag::kMeta && IOTRACE_F_RAHEAD == flag::kReadahead &&
               IOTRACE_F_BACKGROUND == flag::kBackground && IOTRACE_F_NOMERGE == flag::kNoMerge);
+// The slot array's elements are read in place: the kernel aligns them to 8 bytes.
+static_assert(sizeof(iotrace_inflight) % 8 == 0);
 static_assert(IOTRACE_OP_WRITE_ZEROES == static_cast<int>(Op::kWriteZeroes) &&
               IOTRACE_OP_OTHER == static_cast<int>(Op::kOther));
 

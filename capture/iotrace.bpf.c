@@ -3,7 +3,14 @@
  *
  * block_io_start (or fentry on blk_account_io_start before 6.5) runs in the
  * submitter's context: it opens an in-flight entry with pid, comm, cgroup and
- * the queue time. block_rq_issue adds the dispatch time, block_rq_complete
+ * the queue time. The entry lives in the request's own slot of an array: a
+ * request keeps its tag (the scheduler's, or the driver's without one) from
+ * allocation to free, so (device, hardware queue, tag) names it without
+ * hashing, locking or freeing; a hash table keyed by the request's address
+ * was most of the capture's cost (update, lookups and delete: about 450 ns
+ * per IO of 950, bpf_stats). Requests without a slot of their own (a flush
+ * borrows the tag of the request it flushes for; a tag beyond what sysfs
+ * showed at the start; a device too large for the array) use the hash table. block_rq_issue adds the dispatch time, block_rq_complete
  * sends the record and closes the entry (block_rq_merge closes it for a
  * request merged into another). Requests the kernel makes itself
  * (flushes, passthrough) get their entry at issue, without a pid or queue
@@ -15,7 +22,7 @@
  * but no BPF program on block_rq_complete or block_io_done, and no recursion
  * miss was counted.
  * The entry then outlives its request, and when block_io_start reuses the
- * request it finds the entry still issued: the IO is sent then, from what the
+ * request (its slot) it finds the entry still issued: the IO is sent then, from what the
  * entry kept, without a completion time, and counted (IOTRACE_UNCOMPLETED).
  * Entries still issued when the capture stops are read by user space. 
  *
@@ -40,6 +47,16 @@ const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
 const volatile char filter_comm[IOTRACE_COMM_LEN] = {};
 
+/* Entries by request slot (see struct iotrace_device); sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iotrace_inflight);
+} slots SEC(".maps");
+
+/* Entries of requests without a slot, by request address. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_INFLIGHT);
@@ -47,13 +64,30 @@ struct {
 	__type(value, struct iotrace_inflight);
 } inflight SEC(".maps");
 
-/* Traced devices: kernel dev_t (major << 20 | minor) -> trace device index. */
+/* Traced devices: kernel dev_t (major << 20 | minor) -> device index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, IOTRACE_MAX_DEVICES);
 	__type(key, __u32);
 	__type(value, __u32);
 } devices SEC(".maps");
+
+/* By device index: where its requests' slots are. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IOTRACE_MAX_DEVICES);
+	__type(key, __u32);
+	__type(value, struct iotrace_device);
+} layouts SEC(".maps");
+
+/* By request queue id: dev_t << 32 | (device index + 1, or 0 = not traced),
+ * filled on first sight; 0 = not seen yet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} queues SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -79,6 +113,10 @@ struct request___old {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
+struct request___mq {
+	struct blk_mq_hw_ctx *mq_hctx;
+} __attribute__((preserve_access_index));
+
 static __always_inline void count(__u32 which)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &which);
@@ -94,10 +132,14 @@ static __always_inline void count_drop(void)
 
 /* tp_btf and fentry arguments are typed kernel pointers: plain loads
  * (relocated by CO-RE) are cheaper than bpf_probe_read calls. */
-static __always_inline __u32 *device_index(struct request *rq)
+/* The traced device of a request, or 0. The request queue's id caches the
+ * answer of the hash table (one array load instead of hashing, three times
+ * per IO); the cached dev_t guards against a queue id reused by another disk. */
+static __always_inline struct iotrace_device *device_of(struct request *rq)
 {
 	struct gendisk *disk;
-	__u32 dev;
+	__u32 dev, qid, *index;
+	__u64 *cached, known;
 
 	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
 		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
@@ -106,7 +148,61 @@ static __always_inline __u32 *device_index(struct request *rq)
 	if (!disk)
 		return 0;
 	dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
-	return bpf_map_lookup_elem(&devices, &dev);
+	qid = rq->q->id;
+	cached = bpf_map_lookup_elem(&queues, &qid);
+	if (cached) {
+		known = *cached; /* one 64-bit load: never half of another disk's entry */
+		if ((__u32)(known >> 32) == dev) {
+			qid = (__u32)known; /* device index + 1, 0 = not traced */
+			if (!qid)
+				return 0;
+			qid -= 1;
+			return bpf_map_lookup_elem(&layouts, &qid);
+		}
+	}
+	index = bpf_map_lookup_elem(&devices, &dev);
+	if (cached)
+		*cached = ((__u64)dev << 32) | (index ? *index + 1 : 0);
+	return index ? bpf_map_lookup_elem(&layouts, index) : 0;
+}
+
+/* The request's own slot, or 0 when it has none (use the hash table). */
+static __always_inline struct iotrace_inflight *slot_of(struct request *rq, const struct iotrace_device *d)
+{
+	int tag = rq->internal_tag;
+	__u32 hctx, i;
+
+	if (!bpf_core_field_exists(((struct request___mq *)0)->mq_hctx)) /* before 5.0 */
+		return 0;
+	if (tag < 0)
+		tag = rq->tag;
+	hctx = BPF_CORE_READ((struct request___mq *)rq, mq_hctx, queue_num);
+	if (tag < 0 || (__u32)tag >= d->tags || hctx >= d->hw_queues)
+		return 0;
+	i = d->first_slot + hctx * d->tags + (__u32)tag;
+	return bpf_map_lookup_elem(&slots, &i);
+}
+
+/* The entry of `rq` opened at submission, in its slot or the hash table. */
+static __always_inline struct iotrace_inflight *entry_of(struct request *rq, const struct iotrace_device *d)
+{
+	struct iotrace_inflight *s = slot_of(rq, d);
+	__u64 key = (__u64)rq;
+
+	if (s && s->rq == key)
+		return s;
+	return bpf_map_lookup_elem(&inflight, &key);
+}
+
+/* Closes the entry of `rq`, wherever it is. */
+static __always_inline void close_entry(struct request *rq, struct iotrace_inflight *s)
+{
+	__u64 key = (__u64)rq;
+
+	if (s->in_slot)
+		s->rq = 0;
+	else
+		bpf_map_delete_elem(&inflight, &key);
 }
 
 static __always_inline bool comm_matches(const char *comm)
@@ -149,8 +245,8 @@ static __always_inline __u16 flags_of(__u32 cmd_flags)
 }
 
 /* Sends one record; complete_ns 0 = the completion was missed. */
-static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 op, __u16 flags,
-				 __u8 status, __u64 complete_ns)
+static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 status,
+				 __u64 complete_ns)
 {
 	struct iotrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -167,8 +263,8 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector,
 	e->pid = s->pid;
 	e->device = s->device;
 	e->cpu = s->cpu;
-	e->flags = flags;
-	e->op = op;
+	e->flags = s->flags;
+	e->op = s->op;
 	e->status = status;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
 	/* User space polls on a timer; waking it for every record would
@@ -177,17 +273,28 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector,
 				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
+/* A slot still holding an issued entry when its tag is allocated again: the
+ * previous request's completion never came. Send what the entry kept. */
+static __always_inline void flush_stale(const struct iotrace_inflight *s)
+{
+	if (s->rq && s->issue_ns) {
+		emit(s, s->sector, s->bytes, 0, 0);
+		count(IOTRACE_UNCOMPLETED);
+	}
+}
+
 static __always_inline int on_submit(struct request *rq)
 {
 	struct iotrace_inflight s = {};
+	struct iotrace_device *dev = device_of(rq);
+	struct iotrace_inflight *slot, *stale;
 	__u64 key = (__u64)rq;
-	__u32 *dev = device_index(rq);
-	struct iotrace_inflight *stale;
+	__u32 cmd_flags;
 	long err;
 
 	if (!dev)
 		return 0;
-	s.device = *dev;
+	s.device = dev->index;
 	s.pid = bpf_get_current_pid_tgid() >> 32;
 	if (filter_pid && s.pid != filter_pid)
 		return 0;
@@ -197,15 +304,24 @@ static __always_inline int on_submit(struct request *rq)
 	s.queue_ns = bpf_ktime_get_boot_ns();
 	s.cgroup = bpf_get_current_cgroup_id();
 	s.cpu = bpf_get_smp_processor_id() + 1;
+	s.rq = key;
+	cmd_flags = rq->cmd_flags; /* as submitted: a request the flush machinery completes is never issued */
+	s.op = op_of(cmd_flags);
+	s.flags = flags_of(cmd_flags);
+	slot = slot_of(rq, dev);
+	if (slot) {
+		flush_stale(slot);
+		s.in_slot = 1;
+		*slot = s;
+		return 0;
+	}
 	err = bpf_map_update_elem(&inflight, &key, &s, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		/* An entry under a request being submitted anew belongs to its
-		 * previous use; if that was issued, its completion never came. */
+		 * previous use. */
 		stale = bpf_map_lookup_elem(&inflight, &key);
-		if (stale && stale->issue_ns) {
-			emit(stale, stale->sector, stale->bytes, stale->op, stale->flags, 0, 0);
-			count(IOTRACE_UNCOMPLETED);
-		}
+		if (stale)
+			flush_stale(stale);
 		err = bpf_map_update_elem(&inflight, &key, &s, BPF_ANY);
 	}
 	if (err)
@@ -214,18 +330,17 @@ static __always_inline int on_submit(struct request *rq)
 }
 
 /* A request nobody submitted through block_io_start (flush, requeue,
- * passthrough): open an entry without a submitter, unless filtering by one. */
-static __always_inline struct iotrace_inflight *open_anonymous(struct request *rq, __u64 key)
+ * passthrough): open an entry without a submitter, unless filtering by one.
+ * Only submissions take slots: such a request may share its tag with one
+ * that holds the slot (a flush borrows the tag of the request it serves). */
+static __always_inline struct iotrace_inflight *open_anonymous(const struct iotrace_device *dev, __u64 key)
 {
 	struct iotrace_inflight s = {};
-	__u32 *dev;
 
 	if (filtering_submitter())
 		return 0;
-	dev = device_index(rq);
-	if (!dev)
-		return 0;
-	s.device = *dev;
+	s.device = dev->index;
+	s.rq = key;
 	if (bpf_map_update_elem(&inflight, &key, &s, BPF_NOEXIST)) {
 		count_drop();
 		return 0;
@@ -249,12 +364,15 @@ SEC("tp_btf/block_rq_issue")
 int block_rq_issue(u64 *ctx)
 {
 	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
-	__u64 key = (__u64)rq;
-	struct iotrace_inflight *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_device *dev = device_of(rq);
+	struct iotrace_inflight *s;
 	__u32 cmd_flags;
 
+	if (!dev)
+		return 0;
+	s = entry_of(rq, dev);
 	if (!s)
-		s = open_anonymous(rq, key);
+		s = open_anonymous(dev, (__u64)rq);
 	if (s) {
 		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
 		cmd_flags = rq->cmd_flags;
@@ -267,43 +385,51 @@ int block_rq_issue(u64 *ctx)
 }
 
 /* A request merged into another is freed without completing: close its entry,
- * or it would hold a slot of the table for the rest of the capture. */
+ * or a hash table entry would hold its place for the rest of the capture. */
 SEC("tp_btf/block_rq_merge")
 int block_rq_merge(u64 *ctx)
 {
-	__u64 key = (__u64)ctx[rq_is_first_arg ? 0 : 1];
+	struct request *rq = (void *)ctx[rq_is_first_arg ? 0 : 1];
+	struct iotrace_device *dev = device_of(rq);
+	struct iotrace_inflight *s;
 
-	bpf_map_delete_elem(&inflight, &key);
+	if (!dev)
+		return 0;
+	s = entry_of(rq, dev);
+	if (s)
+		close_entry(rq, s);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq;
-	struct iotrace_inflight *s = bpf_map_lookup_elem(&inflight, &key);
+	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight unmatched = {};
+	struct iotrace_inflight *s;
 	__u32 cmd_flags, left;
-	__u32 *dev;
 
+	if (!dev)
+		return 0;
+	s = entry_of(rq, dev);
 	if (!s) {
 		/* Nothing is dropped silently: record what the completion knows. */
 		if (filtering_submitter())
 			return 0;
-		dev = device_index(rq);
-		if (!dev)
-			return 0;
-		unmatched.device = *dev;
+		unmatched.device = dev->index;
 		s = &unmatched;
 		count(IOTRACE_UNMATCHED);
 	}
 	left = rq->__data_len;
+	if (s == &unmatched) {
+		cmd_flags = rq->cmd_flags;
+		s->op = op_of(cmd_flags);
+		s->flags = flags_of(cmd_flags);
+	}
 	/* A partial completion reports the bytes done; the rest follows. */
-	cmd_flags = rq->cmd_flags;
-	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, op_of(cmd_flags), flags_of(cmd_flags), error,
-	     bpf_ktime_get_boot_ns());
-	if (nr_bytes >= left)
-		bpf_map_delete_elem(&inflight, &key);
+	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, error, bpf_ktime_get_boot_ns());
+	if (nr_bytes >= left && s != &unmatched)
+		close_entry(rq, s);
 	return 0;
 }
 

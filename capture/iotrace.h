@@ -52,10 +52,12 @@ struct iotrace_event {
 	char comm[IOTRACE_COMM_LEN];
 };
 
-/* The in-flight table's value, keyed by the request's address: opened at
- * submission, completed at issue, closed (and sent as an event) at
- * completion. User space reads what is left when the capture stops. */
+/* An in-flight entry: opened at submission, completed at issue, closed (and
+ * sent as an event) at completion. It lives in the request's slot of the
+ * slot array or, for requests without one, in a hash table keyed by the
+ * request's address. User space reads what is left when the capture stops. */
 struct iotrace_inflight {
+	__u64 rq;        /* the request's address; 0 = a free slot */
 	__u64 queue_ns;
 	__u64 issue_ns;  /* 0 = not issued yet */
 	__u64 sector;    /* at issue: what an IO without completion is reported with */
@@ -66,8 +68,18 @@ struct iotrace_inflight {
 	__u32 device;
 	__u16 flags;
 	__u8 op;
-	__u8 pad;
+	__u8 in_slot;    /* 1 = in the slot array, 0 = in the hash table */
 	char comm[IOTRACE_COMM_LEN];
+};
+
+/* Where a traced device's requests keep their entries: slots
+ * first_slot + hardware queue * tags + tag, for hardware queues below
+ * hw_queues and tags below `tags` (tags 0: none, every entry is hashed). */
+struct iotrace_device {
+	__u32 index;       /* into the device table user space loaded */
+	__u32 hw_queues;
+	__u32 tags;
+	__u32 first_slot;
 };
 
 #endif
