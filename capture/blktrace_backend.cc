@@ -86,6 +86,7 @@ struct Queued {
   int64_t ns;
   uint32_t pid;
   std::string comm;
+  uint32_t flags;  // as queued: a completion without dispatch prints fewer
 };
 
 struct Issued {
@@ -113,6 +114,9 @@ void parse_rwbs(std::string_view rwbs, Op* op, uint32_t* flags) {
       case 'W': *op = Op::kWrite; break;
       case 'D': *op = Op::kDiscard; break;
       case 'F': *op = Op::kFlush; break;
+      // The flush the kernel makes for preflushes prints as "FN": a
+      // preflush of no operation (blk_fill_rwbs has no letter for REQ_OP_FLUSH).
+      case 'N': *op = *flags & flag::kPreflush ? Op::kFlush : Op::kOther; break;
       default: break;
     }
   }
@@ -209,6 +213,9 @@ class BlktraceBackend final : public Backend {
   static uint64_t io_key(uint32_t device, uint64_t sector, Op op) {
     return (uint64_t{device} << 48) ^ (uint64_t{static_cast<uint8_t>(op)} << 40) ^ sector;
   }
+  // The sector of requests without data (flushes, an fsync's empty preflush
+  // write): their events print none, so they are matched first in, first out.
+  static constexpr uint64_t kNoSector = (uint64_t{1} << 40) - 1;
   template <typename T>
   static void push(std::unordered_map<uint64_t, std::vector<T>>& m, uint64_t key, T v, uint64_t& count) {
     m[key].push_back(std::move(v));
@@ -243,19 +250,36 @@ class BlktraceBackend final : public Backend {
   }
 
   // The submitting process of a thread, from /proc while the thread exists.
-  uint32_t process_of(uint32_t tid) {
+  // The process of thread `tid`, whose name is `comm`. A thread that is gone
+  // from /proc by the time its line is read (io_uring's workers exit with
+  // their ring) is named after the thread that made the ring: "iou-wrk-TID".
+  uint32_t process_of(uint32_t tid, std::string_view comm) {
     if (auto it = tgid_.find(tid); it != tgid_.end()) return it->second;
-    uint32_t tgid = tid;
-    std::ifstream in("/proc/" + std::to_string(tid) + "/status");
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("Tgid:", 0) == 0) {
-        tgid = static_cast<uint32_t>(std::stoul(line.substr(5)));
-        break;
-      }
+    uint32_t tgid = proc_tgid(tid);
+    if (const uint32_t owner = io_uring_owner(comm); !tgid && owner) {
+      const auto it = tgid_.find(owner);
+      tgid = it != tgid_.end() ? it->second : proc_tgid(owner);
+    }
+    if (!tgid) tgid = tid;  // best guess: the thread of a single-threaded process
     if (tgid_.size() > kMaxPending) tgid_.clear();
     tgid_[tid] = tgid;
     return tgid;
+  }
+
+  // Tgid of a live thread, 0 if it is gone.
+  static uint32_t proc_tgid(uint32_t tid) {
+    std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("Tgid:", 0) == 0) return static_cast<uint32_t>(std::stoul(line.substr(5)));
+    return 0;
+  }
+
+  // TID of "iou-wrk-TID" or "iou-sqp-TID"; 0 for any other name.
+  static uint32_t io_uring_owner(std::string_view comm) {
+    uint32_t owner = 0;
+    if (comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-")) to_number(comm.substr(8), &owner);
+    return owner;
   }
 
   // "  comm-TID  (TGID) [CPU] FLAGS  SECONDS.MICROS:  MAJ,MIN  ACT RWBS SECTOR + N [COMM|ERR]"
@@ -299,20 +323,29 @@ class BlktraceBackend final : public Backend {
     const std::string_view act = f[3];
     uint64_t sector = 0;
     uint32_t sectors = 0;
-    // Only events with "SECTOR + N" name a request's data; flushes have none.
-    if (f.size() < 8 || f[6] != "+" || !to_number(f[5], &sector) || !to_number(f[7], &sectors)) return;
+    size_t tail = 8;  // the field after "SECTOR + N": [COMM] or [ERR]
+    if (f.size() >= 8 && f[6] == "+" && to_number(f[5], &sector) && to_number(f[7], &sectors)) {
+    } else if (f.size() == 5 || f[5].front() == '[') {  // "Q FWS [comm]", "D FN [comm]"
+      sector = kNoSector;
+      tail = 5;
+    } else if (act == "C" && to_number(f[5], &sector) && sector == 0) {  // "C FN 0 [0]"
+      sector = kNoSector;
+      tail = 6;
+    } else {
+      return;
+    }
     Op op;
     uint32_t flags;
     parse_rwbs(f[4], &op, &flags);
     const uint64_t key = io_key(dev->second, sector, op);
 
     if (act == "Q") {
-      std::string_view comm = f.size() > 8 ? f[8] : std::string_view();
+      std::string_view comm = f.size() > tail ? f[tail] : std::string_view();
       if (comm.size() >= 2 && comm.front() == '[' && comm.back() == ']') comm = comm.substr(1, comm.size() - 2);
-      const uint32_t pid = process_of(tid);
+      const uint32_t pid = process_of(tid, comm);
       if ((opt_.pid && pid != opt_.pid) || (!opt_.comm.empty() && comm != opt_.comm)) return;
       if (n_queued_ >= kMaxPending) lost_ += n_queued_, n_queued_ = 0, queued_.clear();
-      push(queued_, key, Queued{ns, pid, std::string(comm)}, n_queued_);
+      push(queued_, key, Queued{ns, pid, std::string(comm), flags}, n_queued_);
     } else if (act == "M" || act == "F") {
       Queued merged;
       pop(queued_, key, &merged, n_queued_);  // merged into a request that starts elsewhere
@@ -329,14 +362,20 @@ class BlktraceBackend final : public Backend {
       push(issued_, key, std::move(is), n_issued_);
     } else if (act == "C") {
       Issued is;
-      if (!pop(issued_, key, &is, n_issued_)) return;  // issued before the capture started
+      if (!pop(issued_, key, &is, n_issued_)) {
+        // An fsync's empty write is completed by the flush machinery, never
+        // dispatched: its issue time is its queue time, as in the eBPF back end.
+        Queued q;
+        if (sector != kNoSector || !pop(queued_, key, &q, n_queued_)) return;  // issued before the capture
+        is = Issued{q.ns, q.ns, q.pid, std::move(q.comm), op, q.flags, 0};
+      }
       int32_t err = 0;
-      if (f.size() > 8 && f[8].size() > 2) to_number(f[8].substr(1, f[8].size() - 2), &err);
+      if (f.size() > tail && f[tail].size() > 2) to_number(f[tail].substr(1, f[tail].size() - 2), &err);
       Io io;
       io.issue_ns = is.issue_ns;
       if (is.queue_ns) io.queue_ns = is.queue_ns;
       io.complete_ns = ns;
-      io.offset = sector * 512;
+      io.offset = sector == kNoSector ? 0 : sector * 512;
       io.length = is.bytes;
       io.device = dev->second;
       io.op = is.op;

@@ -128,7 +128,8 @@ struct Totals {
 
 // A known mix: reads and writes of several sizes, at QD1 and QD16, with a
 // fixed IO count per job. Jobs are threads, so every IO's pid is fio's.
-std::string write_job(const TempDir& dir, const std::string& device) {
+// With `fsync_every`, writing jobs also fsync the device every that many writes.
+std::string write_job(const TempDir& dir, const std::string& device, int fsync_every = 0) {
   struct Job {
     const char* name;
     const char* rw;
@@ -146,7 +147,10 @@ std::string write_job(const TempDir& dir, const std::string& device) {
     << "size=192M\n";
   for (const auto& j : jobs)
     f << "[" << j.name << "]\nrw=" << j.rw << "\nbs=" << j.bs << "\niodepth=" << j.depth
-      << "\nnumber_ios=" << j.ios << "\nwrite_iolog=" << dir.file(std::string(j.name) + ".iolog") << "\n";
+      << "\nnumber_ios=" << j.ios << "\nwrite_iolog=" << dir.file(std::string(j.name) + ".iolog") << "\n"
+      << (fsync_every && std::string_view(j.rw).find("w") != std::string_view::npos
+              ? "fsync=" + std::to_string(fsync_every) + "\n"
+              : "");
   std::ofstream(dir.file("mix.fio")) << f.str();
   return dir.file("mix.fio");
 }
@@ -154,11 +158,12 @@ std::string write_job(const TempDir& dir, const std::string& device) {
 struct FioRun {
   pid_t pid = 0;
   Totals totals;
+  uint64_t syncs = 0;
   std::vector<IoKey> iolog;  // sorted
 };
 
-FioRun run_fio(const TempDir& dir, const std::string& device) {
-  const std::string job = write_job(dir, device);
+FioRun run_fio(const TempDir& dir, const std::string& device, int fsync_every = 0) {
+  const std::string job = write_job(dir, device, fsync_every);
   FioRun r;
   Process fio({"fio", "--output-format=json", "--output=" + dir.file("fio.json"), job}, dir.file("fio.log"));
   r.pid = fio.pid();
@@ -169,6 +174,7 @@ FioRun run_fio(const TempDir& dir, const std::string& device) {
     r.totals.bytes[0] += job["read"]["io_bytes"].get<uint64_t>();
     r.totals.ios[1] += job["write"]["total_ios"].get<uint64_t>();
     r.totals.bytes[1] += job["write"]["io_bytes"].get<uint64_t>();
+    if (job.contains("sync")) r.syncs += job["sync"]["total_ios"].get<uint64_t>();
     std::ifstream log(dir.file(job["jobname"].get<std::string>() + ".iolog"));
     std::string line;
     while (std::getline(log, line)) {
@@ -188,6 +194,8 @@ struct TraceContents {
   Totals totals;
   std::vector<IoKey> ios;  // reads and writes of the device, sorted
   uint64_t other_ops = 0;
+  uint64_t empty_preflush_writes = 0;  // an fsync of a block device: a write of no data, with a preflush
+  uint64_t flushes = 0;                // flush requests the kernel made of them
   uint64_t other_device = 0;
   uint64_t dropped = 0;
   uint64_t without_completion = 0;  // IOs of the device recorded without a completion time
@@ -209,6 +217,12 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
     t.all.push_back(io);
     t.comms.emplace_back(io.comm);
     t.without_completion += static_cast<int>(io.device) == dev && !io.has_complete();
+    if (static_cast<int>(io.device) != dev) continue;
+    if (io.op == Op::kWrite && io.length == 0 && (io.flags & flag::kPreflush)) {
+      ++t.empty_preflush_writes;
+      continue;
+    }
+    t.flushes += io.op == Op::kFlush;
     if (io.op != Op::kRead && io.op != Op::kWrite) {
       ++t.other_ops;
       continue;
@@ -245,8 +259,10 @@ void check_exact(const TraceContents& t, const FioRun& fio, const BlockStat& bef
     CHECK(t.totals.ios[w] == fio.totals.ios[w]);
     CHECK(t.totals.bytes[w] == fio.totals.bytes[w]);
   }
+  CHECK(t.empty_preflush_writes == fio.syncs);
   CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
-  CHECK(t.totals.ios[1] == after.write_ios - before.write_ios);
+  CHECK(t.totals.ios[1] + t.empty_preflush_writes == after.write_ios - before.write_ios);
+  CHECK(t.flushes == after.flush_ios - before.flush_ios);
   CHECK(t.totals.bytes[0] == (after.read_sectors - before.read_sectors) * 512);
   CHECK(t.totals.bytes[1] == (after.write_sectors - before.write_sectors) * 512);
   std::vector<IoKey> missing, extra;
@@ -256,32 +272,56 @@ void check_exact(const TraceContents& t, const FioRun& fio, const BlockStat& bef
   CHECK(missing.size() == 0);
   CHECK(extra.size() == 0);
   uint64_t bad_pid = 0, bad_comm = 0, bad_order = 0;
+  std::string first_bad_pid;
   for (size_t i = 0; i < t.all.size(); ++i) {
     const Io& io = t.all[i];
-    if (io.op != Op::kRead && io.op != Op::kWrite) continue;
-    bad_pid += io.pid != static_cast<uint32_t>(fio.pid);
-    bad_comm += t.comms[i] != "fio";
+    if (io.op != Op::kRead && io.op != Op::kWrite) continue;  // flushes are the kernel's, without a submitter
+    if (io.pid != static_cast<uint32_t>(fio.pid) && bad_pid++ == 0)
+      first_bad_pid = "pid " + std::to_string(io.pid) + " comm " + t.comms[i] + " length " + std::to_string(io.length);
+    // io_uring may run a blocking fsync on its worker thread, named after the
+    // job's thread: "iou-wrk-TID".
+    const bool fsync_worker = io.length == 0 && t.comms[i].starts_with("iou-wrk-");
+    bad_comm += t.comms[i] != "fio" && !fsync_worker;
     // The kernel, rarely, does not deliver a completion to the BPF program:
     // such an IO is kept without one, and counted.
     bad_order += !(io.has_queue() && io.queue_ns <= io.issue_ns && (!io.has_complete() || io.issue_ns <= io.complete_ns));
   }
+  INFO("fio's pid " << fio.pid << ", first IO with another: " << first_bad_pid);
   CHECK(bad_pid == 0);
   CHECK(bad_comm == 0);
   CHECK(bad_order == 0);
   CHECK(t.without_completion == t.uncompleted);
 }
 
-void exact_capture_test(const std::string& backend) {
+// The loop device's IO scheduler for the life of the object; "none" after.
+class Scheduler {
+ public:
+  Scheduler(const LoopDevice& loop, const std::string& name) : path_("/sys/block/" + loop.name() + "/queue/scheduler") {
+    std::ofstream(path_) << name;
+    REQUIRE(read_file(path_).find("[" + name + "]") != std::string::npos);
+  }
+  ~Scheduler() { std::ofstream(path_) << "none"; }
+
+ private:
+  std::string path_;
+};
+
+// `scheduler`: with one, requests carry the scheduler's tags, not the driver's.
+// `fsync_every`: fsyncs add empty preflush writes and the flush requests made
+// of them (which borrow the tag of the request they flush for).
+void exact_capture_test(const std::string& backend, const std::string& scheduler = "none", int fsync_every = 0) {
   if (!require_root("record block IOs")) return;
   TempDir dir;
   LoopDevice loop(256u << 20);
   set_nomerges(loop);
+  Scheduler sched(loop, scheduler);
   const BlockStat before = block_stat(loop.name());
   Recording rec(backend, loop.path(), dir.file("t.iot"), dir.file("record.log"));
-  const FioRun fio = run_fio(dir, loop.path());
+  const FioRun fio = run_fio(dir, loop.path(), fsync_every);
   REQUIRE(rec.stop(SIGINT) == 0);
   const BlockStat after = block_stat(loop.name());
   REQUIRE(fio.totals.ios[0] + fio.totals.ios[1] == 1400);
+  REQUIRE((fio.syncs > 0) == (fsync_every > 0));
   INFO(read_file(dir.file("record.log")));
   check_exact(read_trace({dir.file("t.iot")}, loop.dev_major(), loop.dev_minor()), fio, before, after);
 }
@@ -342,6 +382,14 @@ TEST_CASE("IssueOrder releases completed IOs in issue order after the window", "
 TEST_CASE("ebpf back end records exactly fio's IOs", "[record][ebpf]") { exact_capture_test("ebpf"); }
 
 TEST_CASE("blktrace back end records exactly fio's IOs", "[record][blktrace]") { exact_capture_test("blktrace"); }
+
+TEST_CASE("ebpf back end records exactly fio's IOs and fsyncs under mq-deadline", "[record][ebpf]") {
+  exact_capture_test("ebpf", "mq-deadline", 16);
+}
+
+TEST_CASE("blktrace back end records exactly fio's IOs and fsyncs under mq-deadline", "[record][blktrace]") {
+  exact_capture_test("blktrace", "mq-deadline", 16);
+}
 
 TEST_CASE("both back ends agree on one fio run", "[record][ebpf][blktrace]") {
   if (!require_root("record block IOs")) return;

@@ -63,6 +63,8 @@ struct BlockStat {
   uint64_t read_ios, read_merges, read_sectors, read_ticks;
   uint64_t write_ios, write_merges, write_sectors, write_ticks;
   uint64_t in_flight, io_ticks, time_in_queue;
+  uint64_t discard_ios, discard_merges, discard_sectors, discard_ticks;
+  uint64_t flush_ios, flush_ticks;
 };
 BlockStat block_stat(const std::string& name);
 
