@@ -3,6 +3,7 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -541,4 +542,57 @@ TEST_CASE("IOs with equal issue times keep their arrival order through the reord
   TraceReader r(dir.file("ties.iot"));
   Io io;
   for (uint64_t i = 0; r.next(io); ++i) REQUIRE(io.offset == i * 4096);
+}
+
+TEST_CASE("chunks encode to the same bytes as in earlier versions") {
+  // Names as a writer passes them: interned, so a repeated name is the same view.
+  static const std::string names[] = {"fio", "kworker/u256:1", "fio", "名前"};
+  auto interned = [](std::vector<OwnedIo> ios) {
+    for (size_t i = 0; i < ios.size(); ++i) ios[i].io.comm = i % 5 ? names[i / 9 % 4] : std::string_view();
+    return ios;
+  };
+  // Every time a multiple of 1000 (a microsecond source): the quantum is 1000,
+  // or 1 when `odd` is an IO whose issue time is 1 ns off.
+  auto microseconds = [](std::vector<OwnedIo> ios, size_t odd) {
+    for (size_t i = 0; i < ios.size(); ++i) {
+      Io& io = ios[i].io;
+      auto us = [](int64_t t) { return t == kNoTime ? t : t / 1000 * 1000; };
+      io.issue_ns = us(io.issue_ns) + (i == odd ? 1 : 0);
+      io.queue_ns = us(io.queue_ns);
+      io.complete_ns = us(io.complete_ns);
+      if (i % 3 == 0 && i > 0) std::swap(io.issue_ns, ios[i - 1].io.issue_ns);  // negative issue deltas
+    }
+    return ios;
+  };
+  // Size and CRC of the encoded chunk, as the encoder of earlier versions made it.
+  auto digest = [](const std::vector<OwnedIo>& ios, uint64_t first_index) {
+    std::vector<Io> batch;
+    for (const auto& o : ios) batch.push_back(o.io);
+    v1::Chunk c;
+    encode_chunk(batch, first_index, &c);
+    const std::string bytes = c.SerializeAsString();
+    return std::to_string(bytes.size()) + ":" + std::to_string(frame::crc32(bytes));
+  };
+  const auto ios = random_ios(3000, 31);
+  CHECK(digest(ios, 0) == "70203:2440446248");
+  CHECK(digest(interned(ios), 77) == "71693:2868333693");
+  CHECK(digest(microseconds(ios, SIZE_MAX), 0) == "59474:3535224679");
+  CHECK(digest(microseconds(interned(ios), 2999), 5) == "70408:2058145307");
+  CHECK(digest(microseconds(ios, 0), 0) == "70426:1944585487");
+  CHECK(digest(microseconds(ios, 1500), 0) == "70426:1520178126");
+  std::vector<OwnedIo> one(ios.begin(), ios.begin() + 1);
+  CHECK(digest(one, 9) == "62:3127135077");
+}
+
+TEST_CASE("compress gives the bytes of a one-shot ZSTD_compress, call after call") {
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 40; ++k) {
+    std::string raw(rng() % 300'000, '\0');
+    for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(rng() % (1 + k % 7 * 40));
+    const int level = k % 5 == 0 ? 1 + static_cast<int>(rng() % 19) : 9;
+    std::string want(ZSTD_compressBound(raw.size()), '\0');
+    want.resize(ZSTD_compress(want.data(), want.size(), raw.data(), raw.size(), level));
+    INFO("call " << k << ", " << raw.size() << " bytes at level " << level);
+    REQUIRE(frame::compress(raw, level) == want);
+  }
 }
