@@ -176,7 +176,7 @@ static __always_inline struct iotrace_inflight *slot_of(struct request *rq, cons
 		return 0;
 	if (tag < 0)
 		tag = rq->tag;
-	hctx = BPF_CORE_READ((struct request___mq *)rq, mq_hctx, queue_num);
+	hctx = ((struct request___mq *)rq)->mq_hctx->queue_num; /* plain loads: BPF_CORE_READ's probe reads cost more than the rest */
 	if (tag < 0 || (__u32)tag >= d->tags || hctx >= d->hw_queues)
 		return 0;
 	i = d->first_slot + hctx * d->tags + (__u32)tag;
