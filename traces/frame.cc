@@ -4,7 +4,6 @@
 #include <zstd.h>
 
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 
 namespace iotape::frame {
@@ -75,10 +74,7 @@ std::optional<uint64_t> decode_tail(const char* in) {
 
 std::string compress(std::string_view raw, int level) {
   std::string out(ZSTD_compressBound(raw.size()), '\0');
-  // One context per thread: ZSTD_compress would create one, with megabytes of
-  // tables at level 9, for every frame. Same level, same bytes.
-  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-  size_t n = ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), raw.data(), raw.size(), level);
+  size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
   if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(n));
   out.resize(n);
   return out;
