@@ -58,11 +58,13 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
   uint64_t units = 0;
   int64_t prev_issue = base;
   for (const Io& io : ios) {
-    q = std::gcd(q, uabs(wrap_sub(io.issue_ns, prev_issue)));
-    if (io.has_queue()) q = std::gcd(q, uabs(wrap_sub(io.issue_ns, io.queue_ns)));
-    if (io.has_complete()) q = std::gcd(q, uabs(wrap_sub(io.complete_ns, io.issue_ns)));
+    if (q != 1) {  // nanosecond sources reach 1 within a few IOs, and gcd(1, x) is 1
+      q = std::gcd(q, uabs(wrap_sub(io.issue_ns, prev_issue)));
+      if (io.has_queue()) q = std::gcd(q, uabs(wrap_sub(io.issue_ns, io.queue_ns)));
+      if (io.has_complete()) q = std::gcd(q, uabs(wrap_sub(io.complete_ns, io.issue_ns)));
+      prev_issue = io.issue_ns;
+    }
     units |= io.offset | io.length;
-    prev_issue = io.issue_ns;
   }
   if (q == 0 || q > static_cast<uint64_t>(INT64_MAX)) q = 1;
   const int shift = units == 0 ? 0 : std::countr_zero(units);
@@ -85,18 +87,23 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
   reserve(out->mutable_cgroup_delta());
   reserve(out->mutable_source_delta());
 
+  // A 64-bit division costs tens of cycles; most chunks have no quantum.
+  const int64_t q_signed = static_cast<int64_t>(q);
+  auto scaled = [q_signed](int64_t d) { return q_signed == 1 ? d : d / q_signed; };
   std::unordered_map<std::string_view, uint32_t> comm_ids;
+  // Names come interned (TraceWriter, IssueOrder) and in runs: the same view
+  // as the previous IO's is the same name, found without hashing.
+  std::string_view prev_comm;
+  uint32_t prev_comm_id = 0;
   prev_issue = base;
   uint64_t prev_end = 0;
   uint32_t prev_pid = 0;
   uint64_t prev_cgroup = 0;
   for (int i = 0; i < n; ++i) {
     const Io& io = ios[i];
-    const int64_t q_signed = static_cast<int64_t>(q);
-    out->add_issue_delta(wrap_sub(io.issue_ns, prev_issue) / q_signed);
-    out->add_queue_to_issue(io.has_queue() ? zigzag(wrap_sub(io.issue_ns, io.queue_ns) / q_signed) + 1 : 0);
-    out->add_issue_to_complete(
-        io.has_complete() ? zigzag(wrap_sub(io.complete_ns, io.issue_ns) / q_signed) + 1 : 0);
+    out->add_issue_delta(scaled(wrap_sub(io.issue_ns, prev_issue)));
+    out->add_queue_to_issue(io.has_queue() ? zigzag(scaled(wrap_sub(io.issue_ns, io.queue_ns))) + 1 : 0);
+    out->add_issue_to_complete(io.has_complete() ? zigzag(scaled(wrap_sub(io.complete_ns, io.issue_ns))) + 1 : 0);
     out->add_device(io.device);
     out->add_op(static_cast<uint32_t>(io.op));
     out->add_flags(io.flags);
@@ -106,9 +113,13 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
     out->add_pid_delta(static_cast<int64_t>(io.pid) - static_cast<int64_t>(prev_pid));
     uint32_t comm = 0;
     if (!io.comm.empty()) {
-      auto [it, added] = comm_ids.try_emplace(io.comm, static_cast<uint32_t>(comm_ids.size()));
-      if (added) out->add_comm_table(std::string(io.comm));
-      comm = it->second + 1;
+      if (io.comm.data() != prev_comm.data() || io.comm.size() != prev_comm.size()) {
+        auto [it, added] = comm_ids.try_emplace(io.comm, static_cast<uint32_t>(comm_ids.size()));
+        if (added) out->add_comm_table(std::string(io.comm));
+        prev_comm = io.comm;
+        prev_comm_id = it->second + 1;
+      }
+      comm = prev_comm_id;
     }
     out->add_comm(comm);
     out->add_cpu(io.cpu < 0 ? 0 : static_cast<uint32_t>(io.cpu) + 1);
