@@ -71,21 +71,26 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
   if (q != 1) out->set_time_quantum_ns(q);
   if (shift != 0) out->set_offset_shift(shift);
 
-  auto reserve = [n](auto* f) { f->Reserve(n); };
-  reserve(out->mutable_issue_delta());
-  reserve(out->mutable_queue_to_issue());
-  reserve(out->mutable_issue_to_complete());
-  reserve(out->mutable_device());
-  reserve(out->mutable_op());
-  reserve(out->mutable_flags());
-  reserve(out->mutable_offset_delta());
-  reserve(out->mutable_length());
-  reserve(out->mutable_status());
-  reserve(out->mutable_pid_delta());
-  reserve(out->mutable_comm());
-  reserve(out->mutable_cpu());
-  reserve(out->mutable_cgroup_delta());
-  reserve(out->mutable_source_delta());
+  // Every column grows by n at once and is filled through a pointer, without
+  // a capacity check per value.
+  auto append = [n](auto* f) {
+    f->Reserve(f->size() + n);
+    return f->AddNAlreadyReserved(n);
+  };
+  auto* issue_delta = append(out->mutable_issue_delta());
+  auto* queue_to_issue = append(out->mutable_queue_to_issue());
+  auto* issue_to_complete = append(out->mutable_issue_to_complete());
+  auto* device = append(out->mutable_device());
+  auto* op = append(out->mutable_op());
+  auto* flags = append(out->mutable_flags());
+  auto* offset_delta = append(out->mutable_offset_delta());
+  auto* length = append(out->mutable_length());
+  auto* status = append(out->mutable_status());
+  auto* pid_delta = append(out->mutable_pid_delta());
+  auto* comm = append(out->mutable_comm());
+  auto* cpu = append(out->mutable_cpu());
+  auto* cgroup_delta = append(out->mutable_cgroup_delta());
+  auto* source_delta = append(out->mutable_source_delta());
 
   // A 64-bit division costs tens of cycles; most chunks have no quantum.
   const int64_t q_signed = static_cast<int64_t>(q);
@@ -101,17 +106,17 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
   uint64_t prev_cgroup = 0;
   for (int i = 0; i < n; ++i) {
     const Io& io = ios[i];
-    out->add_issue_delta(scaled(wrap_sub(io.issue_ns, prev_issue)));
-    out->add_queue_to_issue(io.has_queue() ? zigzag(scaled(wrap_sub(io.issue_ns, io.queue_ns))) + 1 : 0);
-    out->add_issue_to_complete(io.has_complete() ? zigzag(scaled(wrap_sub(io.complete_ns, io.issue_ns))) + 1 : 0);
-    out->add_device(io.device);
-    out->add_op(static_cast<uint32_t>(io.op));
-    out->add_flags(io.flags);
-    out->add_offset_delta(static_cast<int64_t>(io.offset - prev_end) >> shift);
-    out->add_length(io.length >> shift);
-    out->add_status(io.status);
-    out->add_pid_delta(static_cast<int64_t>(io.pid) - static_cast<int64_t>(prev_pid));
-    uint32_t comm = 0;
+    issue_delta[i] = scaled(wrap_sub(io.issue_ns, prev_issue));
+    queue_to_issue[i] = io.has_queue() ? zigzag(scaled(wrap_sub(io.issue_ns, io.queue_ns))) + 1 : 0;
+    issue_to_complete[i] = io.has_complete() ? zigzag(scaled(wrap_sub(io.complete_ns, io.issue_ns))) + 1 : 0;
+    device[i] = io.device;
+    op[i] = static_cast<uint32_t>(io.op);
+    flags[i] = io.flags;
+    offset_delta[i] = static_cast<int64_t>(io.offset - prev_end) >> shift;
+    length[i] = io.length >> shift;
+    status[i] = io.status;
+    pid_delta[i] = static_cast<int64_t>(io.pid) - static_cast<int64_t>(prev_pid);
+    comm[i] = 0;
     if (!io.comm.empty()) {
       if (io.comm.data() != prev_comm.data() || io.comm.size() != prev_comm.size()) {
         auto [it, added] = comm_ids.try_emplace(io.comm, static_cast<uint32_t>(comm_ids.size()));
@@ -119,14 +124,11 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
         prev_comm = io.comm;
         prev_comm_id = it->second + 1;
       }
-      comm = prev_comm_id;
+      comm[i] = prev_comm_id;
     }
-    out->add_comm(comm);
-    out->add_cpu(io.cpu < 0 ? 0 : static_cast<uint32_t>(io.cpu) + 1);
-    out->add_cgroup_delta(static_cast<int64_t>(io.cgroup - prev_cgroup));
-    out->add_source_delta(io.source_index < 0
-                              ? 0
-                              : zigzag(io.source_index - static_cast<int64_t>(first_index + i)) + 1);
+    cpu[i] = io.cpu < 0 ? 0 : static_cast<uint32_t>(io.cpu) + 1;
+    cgroup_delta[i] = static_cast<int64_t>(io.cgroup - prev_cgroup);
+    source_delta[i] = io.source_index < 0 ? 0 : zigzag(io.source_index - static_cast<int64_t>(first_index + i)) + 1;
     prev_issue = io.issue_ns;
     prev_end = io.offset + io.length;
     prev_pid = io.pid;
