@@ -4,39 +4,89 @@
 #include <limits>
 
 namespace iotape::capture {
+namespace {
+
+// Sorts by issue time, keeping arrival order among equal times. A poll's IOs
+// come in completion order, which is issue order but for IOs that overtook a
+// few others, so insertion sort moves each IO a few places at most; a run far
+// from sorted goes to std::stable_sort once the moves pass a few per IO.
+void sort_run(std::vector<Io>& ios) {
+  const size_t budget = 8 * ios.size();
+  size_t moves = 0;
+  for (size_t i = 1; i < ios.size(); ++i) {
+    if (ios[i].issue_ns >= ios[i - 1].issue_ns) continue;
+    const Io io = ios[i];
+    size_t j = i;
+    do {
+      ios[j] = ios[j - 1];
+    } while (--j > 0 && io.issue_ns < ios[j - 1].issue_ns);
+    ios[j] = io;
+    moves += i - j;
+    if (moves > budget) {
+      // The prefix is sorted stably and the rest is in arrival order, so this
+      // gives what sorting the arrival order would.
+      std::stable_sort(ios.begin(), ios.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 IssueOrder::IssueOrder(int64_t window_ns, size_t max_ios) : window_ns_(window_ns), max_ios_(max_ios) {}
 
 void IssueOrder::add(const Io& io) {
   open_.push_back(io);
-  if (!io.comm.empty()) open_.back().comm = *comms_.emplace(io.comm).first;
+  if (!io.comm.empty()) {
+    // Most IOs come from the process of the IO before: comparing its name
+    // (16 bytes at most) is cheaper than hashing it.
+    if (io.comm != last_comm_) last_comm_ = *comms_.emplace(io.comm).first;
+    open_.back().comm = last_comm_;
+  }
   ++held_;
 }
 
 void IssueOrder::seal() {
   if (open_.empty()) return;
-  std::stable_sort(open_.begin(), open_.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
-  runs_.push_back(Run{std::move(open_), 0});
-  open_ = {};
+  sort_run(open_);
+  const size_t size = open_.size();
+  runs_.push_back(Run{std::move(open_), 0, sealed_++});
+  std::push_heap(runs_.begin(), runs_.end(), after);
+  open_.clear();
+  if (!spare_.empty()) {
+    open_ = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  open_.reserve(size);  // polls are alike: the next one fits without regrowing
 }
 
 void IssueOrder::release(int64_t now_ns, const IoSink& emit, bool drain) {
   seal();
   const int64_t cutoff = drain ? std::numeric_limits<int64_t>::max() : now_ns - window_ns_;
-  for (;;) {
-    Run* best = nullptr;
-    for (auto& r : runs_)
-      if (!best || r.ios[r.next].issue_ns < best->ios[best->next].issue_ns) best = &r;
-    if (!best || (best->ios[best->next].issue_ns >= cutoff && held_ <= max_ios_)) break;
-    emit(best->ios[best->next]);
-    --held_;
-    if (++best->next == best->ios.size()) {
-      for (auto it = runs_.begin(); it != runs_.end(); ++it)
-        if (&*it == best) {
-          runs_.erase(it);
-          break;
-        }
+  while (!runs_.empty()) {
+    // The top run emits until its front goes after the next run's front: the
+    // earlier of the top's two children.
+    Run& top = runs_.front();
+    const Run* rival = runs_.size() > 1 ? &runs_[1] : nullptr;
+    if (runs_.size() > 2 && after(runs_[1], runs_[2])) rival = &runs_[2];
+    for (;;) {
+      const Io& io = top.ios[top.next];
+      if (io.issue_ns >= cutoff && held_ <= max_ios_) return;
+      emit(io);
+      --held_;
+      if (++top.next == top.ios.size() || (rival && after(top, *rival))) break;
     }
+    std::pop_heap(runs_.begin(), runs_.end(), after);
+    Run& run = runs_.back();
+    if (run.next < run.ios.size()) {
+      std::push_heap(runs_.begin(), runs_.end(), after);
+      continue;
+    }
+    if (spare_.size() < 2) {
+      run.ios.clear();
+      spare_.push_back(std::move(run.ios));
+    }
+    runs_.pop_back();
   }
 }
 

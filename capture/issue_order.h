@@ -3,14 +3,15 @@
 //
 // Each poll's IOs form one run, sorted once; release() merges the fronts of
 // the runs and hands out every IO issued more than `window_ns` before now.
-// An IO in flight longer than the window arrives after its place was written
-// and is stored late (the writer counts it). Cheaper than a heap over all held
-// IOs: each IO is sorted within its run, then merged once, in cache-friendly order.
+// IOs with equal issue times go out in arrival order. An IO in flight longer
+// than the window arrives after its place was written and is stored late (the
+// writer counts it). Cheaper than a heap over all held IOs: each IO is sorted
+// within its run, then merged once, in cache-friendly order.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -33,14 +34,24 @@ class IssueOrder {
  private:
   struct Run {
     std::vector<Io> ios;
-    size_t next = 0;
+    size_t next;   // first IO not yet emitted
+    uint64_t seq;  // sealing order: of two equal fronts, the earlier run's goes first
+    int64_t front() const { return ios[next].issue_ns; }
   };
+  // Heap order: true when `a`'s front goes out after `b`'s.
+  static bool after(const Run& a, const Run& b) {
+    return a.front() != b.front() ? a.front() > b.front() : a.seq > b.seq;
+  }
+
   int64_t window_ns_;
   size_t max_ios_;
   size_t held_ = 0;
+  uint64_t sealed_ = 0;
   std::vector<Io> open_;
-  std::deque<Run> runs_;
+  std::vector<Run> runs_;                // a heap: the run whose front goes out next on top
+  std::vector<std::vector<Io>> spare_;   // emptied runs' vectors: their pages are already mapped
   std::unordered_set<std::string> comms_;  // interned names; views into it stay valid
+  std::string_view last_comm_;             // the name interned last
 };
 
 }  // namespace iotape::capture
