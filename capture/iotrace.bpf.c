@@ -2,35 +2,38 @@
 /* iotrace: one record per completed block request, with the submitter.
  *
  * block_io_start (or fentry on blk_account_io_start before 6.5) runs in the
- * submitter's context: it opens an in-flight entry with pid, comm, cgroup and
- * the queue time. The entry lives in the request's own slot of an array: a
- * request keeps its tag (the scheduler's, or the driver's without one) from
- * allocation to free, so (device, hardware queue, tag) names it without
- * hashing, locking or freeing; a hash table keyed by the request's address
- * was most of the capture's cost (update, lookups and delete: about 450 ns
- * per IO of 950, bpf_stats). Requests without a slot of their own (a flush
- * borrows the tag of the request it flushes for; a tag beyond what sysfs
- * showed at the start; a device too large for the array) use the hash table. block_rq_issue adds the dispatch time, block_rq_complete
- * sends the record and closes the entry (block_rq_merge closes it for a
- * request merged into another). Requests the kernel makes itself
- * (flushes, passthrough) get their entry at issue, without a pid or queue
- * time: a program on block_rq_insert would give them one, at about 90 ns on
- * every IO of a device with a scheduler (measured with bpf_stats_enabled).
+ * submitter's context, on the critical path of every submission: it opens an
+ * in-flight entry with only what nothing later knows (pid, comm, cgroup, CPU)
+ * and the request as submitted. block_rq_issue adds the dispatch time,
+ * block_rq_complete sends the record and closes the entry (block_rq_merge
+ * closes it for a request merged into another). Requests the kernel makes
+ * itself (flushes, passthrough) get their entry at issue, without a submitter.
  *
- * The kernel does not always run them: on a 6.18 VM under CPU load about one
- * loop-device completion in 10,000 reached ftrace's block_rq_complete event
- * but no BPF program on block_rq_complete or block_io_done, and no recursion
- * miss was counted.
- * The entry then outlives its request, and when block_io_start reuses the
- * request (its slot) it finds the entry still issued: the IO is sent then, from what the
- * entry kept, without a completion time, and counted (IOTRACE_UNCOMPLETED).
- * Entries still issued when the capture stops are read by user space. 
+ * The entry lives in the request's own slot of an array: a request keeps its
+ * tag (the scheduler's, or the driver's without one) from allocation to free,
+ * so (device, hardware queue, tag) names it without hashing, locking or
+ * freeing. Requests without a slot of their own (a flush borrows the tag of
+ * the request it flushes for; a tag beyond what sysfs showed at the start; a
+ * device too large for the array) use a hash table keyed by address.
  *
- * All times come from bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME keeps counting
- * across suspend, so a week-long trace keeps one time line. The kernel's own
- * rq->start_time_ns is CLOCK_MONOTONIC and plug-cached, and io_start_time_ns
- * is only kept when the queue collects stats, so neither replaces the entry
- * that pid and comm need anyway. */
+ * Times: the block layer's clock is CLOCK_MONOTONIC. The queue time is the
+ * kernel's own request start time (rq->start_time_ns, kept when the queue
+ * accounts IOs, iostats on; the block layer takes it once per plug, so IOs
+ * submitted in one batch share it); where iostats is off the program takes
+ * its own. Completion converts the entry's times to CLOCK_BOOTTIME, which keeps
+ * counting across suspend, so a week-long trace keeps one time line.
+ *
+ * Measured on a 6.18 VM (bpf_stats, 4 KiB random reads on a loop device): a
+ * hash table for the entries cost about 450 ns per IO; bpf_get_current_comm and
+ * a clock read on submission more than the rest of the submission program.
+ *
+ * The kernel does not always run the programs: about one loop-device
+ * completion in 10,000 to 100,000 reached ftrace's block_rq_complete event but
+ * no BPF program, and no recursion miss was counted. The entry then outlives
+ * its request; when block_io_start reuses the request's slot and finds the
+ * entry still issued, the IO is sent from what the entry kept, without a
+ * completion time, and counted (IOTRACE_UNCOMPLETED). Entries still issued
+ * when the capture stops are read by user space. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -244,9 +247,12 @@ static __always_inline __u16 flags_of(__u32 cmd_flags)
 	       FLAG(__REQ_NOMERGE, IOTRACE_F_NOMERGE);
 }
 
-/* Sends one record; complete_ns 0 = the completion was missed. */
-static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 status,
-				 __u64 complete_ns)
+/* Sends one record. Times in the entry are CLOCK_MONOTONIC, the block
+ * layer's clock; `boot_offset` (CLOCK_BOOTTIME - CLOCK_MONOTONIC, read by the
+ * caller) moves them to the trace's clock. 0 = unknown; complete_ns 0 = the
+ * completion was missed. */
+static __always_inline void emit(const struct iotrace_inflight *s, __u64 queue_ns, __u64 sector, __u32 bytes,
+				 __u8 status, __u64 complete_ns, __u64 boot_offset)
 {
 	struct iotrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -254,9 +260,9 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector,
 		count_drop();
 		return;
 	}
-	e->queue_ns = s->queue_ns;
-	e->issue_ns = s->issue_ns;
-	e->complete_ns = complete_ns;
+	e->queue_ns = queue_ns ? queue_ns + boot_offset : 0;
+	e->issue_ns = s->issue_ns ? s->issue_ns + boot_offset : 0;
+	e->complete_ns = complete_ns ? complete_ns + boot_offset : 0;
 	e->sector = sector;
 	e->cgroup = s->cgroup;
 	e->bytes = bytes;
@@ -273,21 +279,30 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector,
 				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
+static __always_inline __u64 boot_offset(void)
+{
+	return bpf_ktime_get_boot_ns() - bpf_ktime_get_ns();
+}
+
 /* A slot still holding an issued entry when its tag is allocated again: the
  * previous request's completion never came. Send what the entry kept. */
 static __always_inline void flush_stale(const struct iotrace_inflight *s)
 {
 	if (s->rq && s->issue_ns) {
-		emit(s, s->sector, s->bytes, 0, 0);
+		emit(s, s->queue_ns, s->sector, s->bytes, 0, 0, boot_offset());
 		count(IOTRACE_UNCOMPLETED);
 	}
 }
 
+/* Runs in the submitter's context, on the submission path of every IO: it
+ * takes only what nothing else knows later (the submitter) and leaves the
+ * times to the kernel's own request timestamps where the queue keeps them. */
 static __always_inline int on_submit(struct request *rq)
 {
-	struct iotrace_inflight s = {};
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight *slot, *stale;
+	struct iotrace_inflight s = {};
 	__u64 key = (__u64)rq;
 	__u32 cmd_flags;
 	long err;
@@ -295,19 +310,23 @@ static __always_inline int on_submit(struct request *rq)
 	if (!dev)
 		return 0;
 	s.device = dev->index;
-	s.pid = bpf_get_current_pid_tgid() >> 32;
+	s.pid = task->tgid;
 	if (filter_pid && s.pid != filter_pid)
 		return 0;
-	bpf_get_current_comm(s.comm, sizeof(s.comm));
+	__builtin_memcpy(s.comm, task->comm, sizeof(s.comm)); /* plain loads: cheaper than bpf_get_current_comm */
 	if (filter_by_comm && !comm_matches(s.comm))
 		return 0;
-	s.queue_ns = bpf_ktime_get_boot_ns();
+	if (dev->own_clock)
+		s.queue_ns = bpf_ktime_get_ns();
 	s.cgroup = bpf_get_current_cgroup_id();
 	s.cpu = bpf_get_smp_processor_id() + 1;
 	s.rq = key;
+	s.submitted = 1;
 	cmd_flags = rq->cmd_flags; /* as submitted: a request the flush machinery completes is never issued */
 	s.op = op_of(cmd_flags);
 	s.flags = flags_of(cmd_flags);
+	s.sector = rq->__sector;
+	s.bytes = rq->__data_len;
 	slot = slot_of(rq, dev);
 	if (slot) {
 		flush_stale(slot);
@@ -367,19 +386,23 @@ int block_rq_issue(u64 *ctx)
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight *s;
 	__u32 cmd_flags;
-
+	
 	if (!dev)
 		return 0;
 	s = entry_of(rq, dev);
 	if (!s)
 		s = open_anonymous(dev, (__u64)rq);
 	if (s) {
-		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
+		/* The kernel's start time is final by now: an IO whose completion
+		 * is missed keeps it. */
+		if (s->submitted && !s->queue_ns)
+			s->queue_ns = rq->start_time_ns;
+		s->issue_ns = bpf_ktime_get_ns(); /* a requeued request keeps its last dispatch */
 		cmd_flags = rq->cmd_flags;
-		s->sector = rq->__sector;
-		s->bytes = rq->__data_len;
 		s->op = op_of(cmd_flags);
 		s->flags = flags_of(cmd_flags);
+		s->sector = rq->__sector;
+		s->bytes = rq->__data_len;
 	}
 	return 0;
 }
@@ -407,7 +430,8 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight unmatched = {};
 	struct iotrace_inflight *s;
-	__u32 cmd_flags, left;
+	__u64 queue_ns, now;
+	__u32 left;
 
 	if (!dev)
 		return 0;
@@ -422,12 +446,14 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	}
 	left = rq->__data_len;
 	if (s == &unmatched) {
-		cmd_flags = rq->cmd_flags;
-		s->op = op_of(cmd_flags);
-		s->flags = flags_of(cmd_flags);
+		s->op = op_of(rq->cmd_flags);
+		s->flags = flags_of(rq->cmd_flags);
 	}
+	/* Not issued (completed by the flush machinery): the kernel's start time. */
+	queue_ns = s->queue_ns ? s->queue_ns : (s->submitted ? rq->start_time_ns : 0);
 	/* A partial completion reports the bytes done; the rest follows. */
-	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, error, bpf_ktime_get_boot_ns());
+	now = bpf_ktime_get_ns();
+	emit(s, queue_ns, rq->__sector, nr_bytes < left ? nr_bytes : left, error, now, bpf_ktime_get_boot_ns() - now);
 	if (nr_bytes >= left && s != &unmatched)
 		close_entry(rq, s);
 	return 0;
