@@ -104,6 +104,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
   m["capture.reorder_window_ns"] = std::to_string(o.reorder_window_ns);
+  m["capture.zstd_level"] = std::to_string(o.output.writer.zstd_level);
   if (o.output.rotate_bytes) m["capture.rotate_bytes"] = std::to_string(o.output.rotate_bytes);
   if (o.output.rotate_ns) m["capture.rotate_ns"] = std::to_string(o.output.rotate_ns);
   if (o.pid) m["capture.pid"] = std::to_string(o.pid);

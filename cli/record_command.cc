@@ -13,6 +13,7 @@ struct RecordCli {
   capture::RecordOptions o;
   std::string duration, rotate_size, rotate_time, buffer, flush_interval = "1s";
   bool no_sync = false;
+  int zstd_level = 1;
 };
 
 uint64_t parse_size(const std::string& s, const char* what) {
@@ -64,6 +65,7 @@ void run_record(RecordCli& c) {
   o.output.writer.flush_interval_ns = parse_duration(c.flush_interval, "--flush-interval");
   o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
   o.output.writer.file_mode = 0600;
+  o.output.writer.zstd_level = c.zstd_level;
   o.status_line = ::isatty(STDERR_FILENO);
 
   const capture::RecordResult r = capture::record(o);
@@ -102,6 +104,10 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--flush-interval", c->flush_interval,
                   "Write and fdatasync pending IOs at least this often (default 1s)");
   sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync");
+  sub->add_option("--zstd-level", c->zstd_level,
+                  "zstd level of the chunks (default 1; 9 makes them about 10% smaller for 3 times the CPU, "
+                  "which the traced machine pays)")
+      ->check(CLI::Range(1, 22));
   sub->footer(
       "Timestamps are CLOCK_BOOTTIME ns (they keep counting across suspend); the header anchors them to Unix time.\n"
       "Rotation parts OUT.0000.iot, OUT.0001.iot, ... share one trace_id: `iotape info OUT.*.iot` reads them as one.\n"
