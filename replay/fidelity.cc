@@ -6,7 +6,18 @@
 
 namespace iotape::replay {
 
-void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns) {
+void Fidelity::Depths::add(uint64_t qd) {
+  ++buckets[analysis::QueueDepth::bucket_of(qd)];
+  sum += qd;
+}
+
+void Fidelity::Order::completed(uint64_t index) {
+  if (any && index < max_index) ++reorders;
+  max_index = std::max(max_index, index);
+  any = true;
+}
+
+void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, uint64_t replayed_qd) {
   ++ios_;
   if (replayed.status != 0) ++errors_;
   if (timed_) {
@@ -21,28 +32,22 @@ void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns)
   last_due_ = std::max(last_due_, io.due_ns);
   last_issue_ = std::max(last_issue_, issue_rel_ns);
 
-  Io rec;
-  rec.issue_ns = io.rec_time_ns;
-  rec.complete_ns = io.rec_complete_ns;
-  recorded_qd_.add(rec);
-  replayed_qd_.add(replayed);
-
-  // Recorded completions before this IO's issue happened in time order.
-  while (!recorded_pending_.empty() && recorded_pending_.top().first <= io.rec_time_ns) {
-    const uint64_t index = recorded_pending_.top().second;
+  // Recorded completions before this IO's issue happened in time order; the
+  // rest are outstanding at its issue.
+  while (!recorded_pending_.empty() && recorded_pending_.top().complete <= io.rec_time_ns) {
+    const Pending& p = recorded_pending_.top();
+    recorded_order_.completed(p.index);
+    recorded_counted_ -= p.counted;
     recorded_pending_.pop();
-    if (recorded_any_ && index < recorded_max_index_) ++recorded_reorders_;
-    recorded_max_index_ = std::max(recorded_max_index_, index);
-    recorded_any_ = true;
   }
-  recorded_pending_.emplace(io.rec_complete_ns, io.source_index);
+  recorded_qd_.add(recorded_counted_ + 1);
+  replayed_qd_.add(replayed_qd);
+  const bool counted = io.rec_complete_ns > io.rec_time_ns;
+  recorded_pending_.push({io.rec_complete_ns, io.source_index, counted});
+  recorded_counted_ += counted;
 }
 
-void Fidelity::completed(uint64_t source_index) {
-  if (replayed_any_ && source_index < replayed_max_index_) ++replayed_reorders_;
-  replayed_max_index_ = std::max(replayed_max_index_, source_index);
-  replayed_any_ = true;
-}
+void Fidelity::completed(uint64_t source_index) { replayed_order_.completed(source_index); }
 
 FidelitySummary Fidelity::summary() const {
   FidelitySummary s;
@@ -57,23 +62,16 @@ FidelitySummary Fidelity::summary() const {
   s.interarrival_error_max_ns = interarrival_error_.max();
   s.intended_span_ns = last_due_;
   s.replayed_span_ns = last_issue_;
-  s.recorded_qd = recorded_qd_.buckets();
-  s.replayed_qd = replayed_qd_.buckets();
-  s.recorded_qd_mean = recorded_qd_.mean();
-  s.replayed_qd_mean = replayed_qd_.mean();
+  s.recorded_qd = recorded_qd_.buckets;
+  s.replayed_qd = replayed_qd_.buckets;
+  s.recorded_qd_mean = ios_ ? static_cast<double>(recorded_qd_.sum) / static_cast<double>(ios_) : 0.0;
+  s.replayed_qd_mean = ios_ ? static_cast<double>(replayed_qd_.sum) / static_cast<double>(ios_) : 0.0;
   // Completions still pending at the end come after every issue, in time order.
   auto pending = recorded_pending_;
-  uint64_t max_index = recorded_max_index_;
-  bool any = recorded_any_;
-  s.recorded_reorders = recorded_reorders_;
-  while (!pending.empty()) {
-    const uint64_t index = pending.top().second;
-    pending.pop();
-    if (any && index < max_index) ++s.recorded_reorders;
-    max_index = std::max(max_index, index);
-    any = true;
-  }
-  s.replayed_reorders = replayed_reorders_;
+  Order order = recorded_order_;
+  for (; !pending.empty(); pending.pop()) order.completed(pending.top().index);
+  s.recorded_reorders = order.reorders;
+  s.replayed_reorders = replayed_order_.reorders;
   return s;
 }
 

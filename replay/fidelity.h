@@ -44,25 +44,49 @@ class Fidelity {
  public:
   explicit Fidelity(bool timed) : timed_(timed) {}
   // `replayed`: the result IO (issue/complete on the replay clock);
-  // `issue_rel_ns`: its issue time relative to the replay start.
-  void add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns);
-  // Completion order of the replay, as IOs complete.
+  // `issue_rel_ns`: its issue time relative to the replay start;
+  // `replayed_qd`: the IOs in flight when it was submitted, itself included.
+  void add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, uint64_t replayed_qd);
+  // Completion order of the replay, as IOs complete; it shares no state with
+  // add(), so the two may run on different threads.
   void completed(uint64_t source_index);
   FidelitySummary summary() const;
 
  private:
+  // Queue depths counted in analysis::QueueDepth's buckets.
+  struct Depths {
+    std::array<uint64_t, 8> buckets{};
+    uint64_t sum = 0;
+    void add(uint64_t qd);
+  };
+  // A recorded completion not yet passed. One min-heap of them, ordered by
+  // (completion, source index), gives both the recorded queue depth and the
+  // recorded reorders in order; an IO that completed at its issue (or has no
+  // recorded completion) is never outstanding, so it is not `counted` in the
+  // queue depth.
+  struct Pending {
+    int64_t complete;
+    uint64_t index;
+    bool counted;
+    bool operator>(const Pending& o) const { return complete != o.complete ? complete > o.complete : index > o.index; }
+  };
+  struct Order {
+    uint64_t max_index = 0;
+    bool any = false;
+    uint64_t reorders = 0;
+    void completed(uint64_t index);
+  };
+
   bool timed_;
   uint64_t ios_ = 0, errors_ = 0;
   analysis::LogLinearHistogram issue_error_, interarrival_error_;
-  analysis::QueueDepth recorded_qd_, replayed_qd_;
+  Depths recorded_qd_, replayed_qd_;
   bool have_prev_ = false;
   int64_t prev_due_ = 0, prev_issue_ = 0, last_due_ = 0, last_issue_ = 0;
-  // Recorded completions not yet passed, to count recorded reorders in order.
-  using Pending = std::pair<int64_t, uint64_t>;  // (recorded completion, source index)
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> recorded_pending_;
-  uint64_t recorded_max_index_ = 0, replayed_max_index_ = 0;
-  bool recorded_any_ = false, replayed_any_ = false;
-  uint64_t recorded_reorders_ = 0, replayed_reorders_ = 0;
+  uint64_t recorded_counted_ = 0;  // entries of recorded_pending_ that are `counted`
+  Order recorded_order_;
+  Order replayed_order_;  // completed()'s only state
 };
 
 }  // namespace iotape::replay

@@ -129,6 +129,7 @@ struct Slot {
   int64_t issue_ns = 0;
   int64_t complete_ns = kNoTime;
   int32_t status = 0;
+  uint32_t qd = 0;  // IOs in flight when it was submitted, itself included
   bool done = false;
 };
 
@@ -189,6 +190,7 @@ struct Finished {
   ReplayIo io;
   Io result;
   int64_t issue_rel_ns;
+  uint32_t qd;
 };
 
 }  // namespace
@@ -242,7 +244,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       while (finished_q.pop(batch))
         for (const auto& f : batch) {
           writer.append(f.result);
-          fidelity.add(f.io, f.result, f.issue_rel_ns);
+          fidelity.add(f.io, f.result, f.issue_rel_ns, f.qd);
         }
     } catch (...) {
       writer_error = std::current_exception();
@@ -308,7 +310,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         wake = due;
         break;
       }
-      slots[next_seq % kSlots] = Slot{next};
+      // Nothing is reaped until the submission, so the IOs counted here are
+      // exactly those in flight when it is submitted.
+      slots[next_seq % kSlots] = Slot{.io = next, .qd = static_cast<uint32_t>(in_flight + 1)};
       engine.prepare(next, next_seq);
       pending.push_back(next_seq);
       if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
@@ -360,7 +364,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         r.flags = s.io.flags;
         r.status = s.status;
         r.source_index = static_cast<int64_t>(s.io.source_index);
-        finished.push_back({s.io, r, s.issue_ns - start});
+        finished.push_back({s.io, r, s.issue_ns - start, s.qd});
         if (finished.size() == kBatch && !finished_q.push(finished)) out.interrupted = true;
         ++head;
       }

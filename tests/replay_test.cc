@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -21,7 +22,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "analysis/accumulators.h"
 #include "replay/dependency.h"
+#include "replay/fidelity.h"
 #include "replay/options.h"
 #include "replay/schedule.h"
 #include "tests/test_support.h"
@@ -152,17 +155,37 @@ char op_letter(Op op) {
 
 // Queue depth at issue in the review buckets, from (issue, complete) pairs in
 // issue order: the IO itself plus the earlier IOs not complete at its issue.
-std::array<double, 8> qd_shares(const std::vector<std::pair<int64_t, int64_t>>& ios) {
-  std::array<double, 8> b{};
+// Counts per bucket, and the sum of the depths.
+std::pair<std::array<uint64_t, 8>, uint64_t> qd_counts(const std::vector<std::pair<int64_t, int64_t>>& ios) {
+  std::array<uint64_t, 8> b{};
+  uint64_t sum = 0;
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> open;
   for (const auto& [issue, complete] : ios) {
     while (!open.empty() && open.top() <= issue) open.pop();
     const size_t qd = open.size() + 1;
-    const int k = qd <= 3 ? static_cast<int>(qd) - 1 : qd <= 5 ? 3 : qd <= 10 ? 4 : qd <= 20 ? 5 : qd <= 32 ? 6 : 7;
-    b[k] += 100.0 / static_cast<double>(ios.size());
+    ++b[qd <= 3 ? qd - 1 : qd <= 5 ? 3 : qd <= 10 ? 4 : qd <= 20 ? 5 : qd <= 32 ? 6 : 7];
+    sum += qd;
     open.push(complete);
   }
+  return {b, sum};
+}
+
+// The same in percent of the IOs.
+std::array<double, 8> qd_shares(const std::vector<std::pair<int64_t, int64_t>>& ios) {
+  const auto counts = qd_counts(ios).first;
+  std::array<double, 8> b{};
+  for (size_t k = 0; k < b.size(); ++k) b[k] = 100.0 * static_cast<double>(counts[k]) / static_cast<double>(ios.size());
   return b;
+}
+
+// The queue depths of IOs as the fidelity summary records them:
+// "fidelity.*_qd_buckets" and "fidelity.*_qd_mean".
+std::pair<std::string, std::string> qd_metadata(const std::vector<Io>& ios) {
+  std::vector<std::pair<int64_t, int64_t>> times;
+  for (const auto& io : ios) times.emplace_back(io.issue_ns, io.complete_ns);
+  const auto [b, sum] = qd_counts(times);
+  return {fmt::format("{}", fmt::join(b, ",")),
+          fmt::format("{:.3f}", static_cast<double>(sum) / static_cast<double>(ios.size()))};
 }
 
 }  // namespace
@@ -243,6 +266,40 @@ TEST_CASE("the dependency rule waits only for IOs that completed before the reco
   CHECK(deps.size() == 0);
 }
 
+TEST_CASE("replay fidelity: the recorded queue depth as analysis::QueueDepth counts it, reorders in completion order") {
+  // Coarse times, so that completions tie with each other and with later
+  // issues; some IOs have no recorded completion.
+  std::mt19937_64 rng(5);
+  replay::Fidelity fidelity(false);
+  analysis::QueueDepth qd;
+  std::vector<std::pair<int64_t, uint64_t>> completions;
+  int64_t t = 0;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    t += static_cast<int64_t>(rng() % 3) * 1000;
+    replay::ReplayIo io;
+    io.source_index = i;
+    io.rec_time_ns = t;
+    io.rec_complete_ns = rng() % 10 == 0 ? t : t + static_cast<int64_t>(rng() % 40) * 1000;
+    fidelity.add(io, Io{}, 0, 1);
+    Io rec;
+    rec.issue_ns = io.rec_time_ns;
+    rec.complete_ns = io.rec_complete_ns;
+    qd.add(rec);
+    completions.emplace_back(io.rec_complete_ns, i);
+  }
+  std::sort(completions.begin(), completions.end());
+  uint64_t reorders = 0, max_index = 0;
+  for (const auto& [complete, i] : completions) {
+    reorders += i < max_index;
+    max_index = std::max(max_index, i);
+  }
+  const auto s = fidelity.summary();
+  CHECK(s.recorded_qd == qd.buckets());
+  CHECK(s.recorded_qd_mean == qd.mean());
+  CHECK(s.recorded_reorders == reorders);
+  CHECK(reorders > 0);
+}
+
 TEST_CASE("options parse their text forms") {
   CHECK(replay::parse_duration("25ms") == 25'000'000);
   CHECK(replay::parse_duration("1.5us") == 1500);
@@ -314,7 +371,11 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   const auto& idx = rr.header().metadata();  // a short result: everything is in the header
   CHECK(idx.at("fidelity.ios") == std::to_string(ios.size()));
   CHECK(idx.at("fidelity.errors") == "0");
-  CHECK(idx.count("fidelity.replayed_qd_buckets") == 1);
+  // The queue depths are those of the recorded and the replayed times.
+  CHECK(idx.at("fidelity.recorded_qd_buckets") == qd_metadata(ios).first);
+  CHECK(idx.at("fidelity.recorded_qd_mean") == qd_metadata(ios).second);
+  CHECK(idx.at("fidelity.replayed_qd_buckets") == qd_metadata(out).first);
+  CHECK(idx.at("fidelity.replayed_qd_mean") == qd_metadata(out).second);
 }
 
 // The recorded queue depth comes from bursts submitted at one instant (a plug
@@ -356,6 +417,11 @@ TEST_CASE("replay: --qd recorded reproduces the recorded queue depth on a faster
         INFO("bucket " << b << ": recorded " << want[b] << "% replayed " << got[b] << "%");
         CHECK(std::abs(want[b] - got[b]) <= 1.0);
       }
+      // The summary counts each burst's IOs as they were submitted together.
+      TraceReader rr(result);
+      const auto& meta = rr.header().metadata();  // a short result: everything is in the header
+      CHECK(meta.at("fidelity.replayed_qd_buckets") == qd_metadata(out).first);
+      CHECK(meta.at("fidelity.replayed_qd_mean") == qd_metadata(out).second);
     }
   }
 }
