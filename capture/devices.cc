@@ -28,7 +28,6 @@ BlockDevice from_sysfs(const std::string& name) {
       d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(q.path() / "nr_tags"));
     }
     d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(dir / "queue" / "nr_requests"));
-    d.iostats = read_sysfs_number(dir / "queue" / "iostats") != 0;
   }
   return d;
 }

@@ -17,7 +17,6 @@ struct BlockDevice {
   bool request_based = false;  // blk-mq (has /sys/block/NAME/mq); bio-based devices emit no request events
   uint32_t hw_queues = 0;      // blk-mq hardware queues
   uint32_t tags = 0;           // request tags per hardware queue: the larger of the driver's and the scheduler's
-  bool iostats = false;        // the queue accounts IOs (queue/iostats), so requests carry their start time
   v1::Device describe() const;  // name, numbers, model, serial, size, block sizes, rotational
 };
 

@@ -168,7 +168,6 @@ class EbpfBackend final : public Backend {
     for (uint32_t i = 0; i < devices.size(); ++i) {
       iotrace_device d{};
       d.index = i;
-      d.own_clock = !devices[i].iostats;
       const uint64_t need = uint64_t{devices[i].hw_queues} * devices[i].tags;
       if (need > 0 && slot_count_ + need <= kMaxSlots) {
         d.hw_queues = devices[i].hw_queues;

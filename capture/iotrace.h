@@ -58,7 +58,7 @@ struct iotrace_event {
  * request's address. User space reads what is left when the capture stops. */
 struct iotrace_inflight {
 	__u64 rq;        /* the request's address; 0 = a free slot */
-	__u64 queue_ns;  /* CLOCK_MONOTONIC, as the block layer keeps request times */
+	__u64 queue_ns;  /* CLOCK_MONOTONIC, the block layer's clock */
 	__u64 issue_ns;  /* CLOCK_MONOTONIC; 0 = not issued yet */
 	__u64 sector;    /* at submission, then at issue: what an IO without completion is reported with */
 	__u64 cgroup;
@@ -69,7 +69,7 @@ struct iotrace_inflight {
 	__u16 flags;     /* enum iotrace_flag bits, as submitted, then as issued */
 	__u8 op;
 	__u8 in_slot;    /* 1 = in the slot array, 0 = in the hash table */
-	__u32 submitted; /* 1 = opened at submission, 0 = first seen at issue (no submitter) */
+	__u32 pad;
 	char comm[IOTRACE_COMM_LEN];
 };
 
@@ -81,7 +81,6 @@ struct iotrace_device {
 	__u32 hw_queues;
 	__u32 tags;
 	__u32 first_slot;
-	__u32 own_clock;   /* 1 = the queue keeps no request start time (iostats off): take one */
 };
 
 #endif
