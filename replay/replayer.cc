@@ -123,7 +123,9 @@ std::string describe_plan(const Prepared& p) {
 
 namespace {
 
-// An issued IO until it is written to the result, in issue order.
+// An issued IO until it is written to the result, in issue order. Finished,
+// it is handed as it is to the result's thread, which makes the result IO of
+// it: the replay loop copies one small record per IO, not two.
 struct Slot {
   ReplayIo io;
   int64_t issue_ns = 0;
@@ -185,13 +187,20 @@ class Incoming {
   size_t pos_ = 0;
 };
 
-// A finished IO on its way to the result trace and the fidelity summary.
-struct Finished {
-  ReplayIo io;
-  Io result;
-  int64_t issue_rel_ns;
-  uint32_t qd;
-};
+// The result trace's record of a finished IO.
+Io result_io(const Slot& s) {
+  Io r;
+  r.issue_ns = s.issue_ns;
+  r.complete_ns = s.complete_ns;
+  r.offset = s.io.offset;
+  r.length = s.io.length;
+  r.device = s.io.target;
+  r.op = s.io.op;
+  r.flags = s.io.flags;
+  r.status = s.status;
+  r.source_index = static_cast<int64_t>(s.io.source_index);
+  return r;
+}
 
 }  // namespace
 
@@ -222,7 +231,8 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
 
   // Decoding the source and encoding the result run on their own threads.
   BatchQueue<ReplayIo> incoming_q(8);
-  BatchQueue<Finished> finished_q(8);
+  BatchQueue<Slot> finished_q(8);
+  int64_t start = 0;  // set before the first finished IO is handed over
   std::exception_ptr schedule_error, writer_error;
   std::thread schedule_thread([&] {
     try {
@@ -240,11 +250,12 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   });
   std::thread writer_thread([&] {
     try {
-      std::vector<Finished> batch;
+      std::vector<Slot> batch;
       while (finished_q.pop(batch))
-        for (const auto& f : batch) {
-          writer.append(f.result);
-          fidelity.add(f.io, f.result, f.issue_rel_ns, f.qd);
+        for (const Slot& s : batch) {
+          const Io r = result_io(s);
+          writer.append(r);
+          fidelity.add(s.io, r, s.issue_ns - start, s.qd);
         }
     } catch (...) {
       writer_error = std::current_exception();
@@ -253,7 +264,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   });
   struct Joiner {
     BatchQueue<ReplayIo>& in;
-    BatchQueue<Finished>& fin;
+    BatchQueue<Slot>& fin;
     std::thread& a;
     std::thread& b;
     ~Joiner() {
@@ -264,14 +275,14 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     }
   } joiner{incoming_q, finished_q, schedule_thread, writer_thread};
   Incoming incoming(incoming_q);
-  std::vector<Finished> finished;
+  std::vector<Slot> finished;
   finished.reserve(kBatch);
 
   uint64_t next_seq = 0, head = 0, in_flight = 0;
   ReplayIo next;
   bool have_next = incoming.next(next);
   // The schedule starts once everything is set up and the first IOs are decoded.
-  const int64_t start = monotonic_ns() + kStartLeadNs;
+  start = monotonic_ns() + kStartLeadNs;
   writer.set_metadata("replay.start_ns", std::to_string(start));
   int64_t drained_at = start;  // when the replay last had nothing in flight
   std::vector<UringEngine::Completion> done;
@@ -353,18 +364,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       if (in_flight == 0) drained_at = now;
       done.clear();
       while (head < next_seq && slots[head % kSlots].done) {
-        const Slot& s = slots[head % kSlots];
-        Io r;
-        r.issue_ns = s.issue_ns;
-        r.complete_ns = s.complete_ns;
-        r.offset = s.io.offset;
-        r.length = s.io.length;
-        r.device = s.io.target;
-        r.op = s.io.op;
-        r.flags = s.io.flags;
-        r.status = s.status;
-        r.source_index = static_cast<int64_t>(s.io.source_index);
-        finished.push_back({s.io, r, s.issue_ns - start, s.qd});
+        finished.push_back(slots[head % kSlots]);
         if (finished.size() == kBatch && !finished_q.push(finished)) out.interrupted = true;
         ++head;
       }
