@@ -135,9 +135,6 @@ class EbpfBackend final : public Backend {
     // ring buffer, what is left in the table was issued and never completed.
     iotrace_bpf__detach(skel_);
     poll(0, sink);
-    timespec mono{};
-    ::clock_gettime(CLOCK_MONOTONIC, &mono);
-    const uint64_t offset = static_cast<uint64_t>(boottime_ns()) - (uint64_t(mono.tv_sec) * 1'000'000'000 + mono.tv_nsec);
     bpf_map* table = skel_->maps.inflight;
     uint64_t key = 0, next = 0;
     const uint64_t* prev = nullptr;
@@ -145,13 +142,13 @@ class EbpfBackend final : public Backend {
       key = next;
       prev = &key;
       iotrace_inflight s{};
-      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) == 0) send_uncompleted(s, offset, sink);
+      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) == 0) send_uncompleted(s, sink);
     }
     if (slot_count_ == 0) return;
     const size_t bytes = size_t{slot_count_} * sizeof(iotrace_inflight);
     void* slots = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
     if (slots == MAP_FAILED) throw std::runtime_error(std::string("cannot read the slot table: ") + std::strerror(errno));
-    for (uint32_t i = 0; i < slot_count_; ++i) send_uncompleted(static_cast<const iotrace_inflight*>(slots)[i], offset, sink);
+    for (uint32_t i = 0; i < slot_count_; ++i) send_uncompleted(static_cast<const iotrace_inflight*>(slots)[i], sink);
     ::munmap(slots, bytes);
   }
 
@@ -180,13 +177,12 @@ class EbpfBackend final : public Backend {
     return out;
   }
 
-  // An open entry that was issued: its IO without a completion time. Entry
-  // times are CLOCK_MONOTONIC; `boot_offset` moves them to CLOCK_BOOTTIME.
-  void send_uncompleted(const iotrace_inflight& s, uint64_t boot_offset, const IoSink& sink) {
+  // An open entry that was issued: its IO without a completion time.
+  void send_uncompleted(const iotrace_inflight& s, const IoSink& sink) {
     if (!s.rq || !s.issue_ns) return;
     iotrace_event e{};
-    e.queue_ns = s.queue_ns ? s.queue_ns + boot_offset : 0;
-    e.issue_ns = s.issue_ns + boot_offset;
+    e.queue_ns = s.queue_ns;
+    e.issue_ns = s.issue_ns;
     e.sector = s.sector;
     e.cgroup = s.cgroup;
     e.bytes = s.bytes;

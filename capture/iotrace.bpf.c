@@ -16,15 +16,15 @@
  * the request it flushes for; a tag beyond what sysfs showed at the start; a
  * device too large for the array) use a hash table keyed by address.
  *
- * Times are CLOCK_MONOTONIC, the block layer's clock, read by the programs
- * (the kernel's own rq->start_time_ns and io_start_time_ns are taken once per
- * plug: every IO of one io_uring_enter would share them). Completion converts
- * them to CLOCK_BOOTTIME, which keeps counting across suspend, so a week-long
- * trace keeps one time line.
+ * All times come from bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME keeps counting
+ * across suspend, so a week-long trace keeps one time line. The kernel's own
+ * rq->start_time_ns and io_start_time_ns are CLOCK_MONOTONIC and taken once per
+ * plug: every IO of one io_uring_enter would share them.
  *
  * Measured on a 6.18 VM (bpf_stats, 4 KiB random reads on a loop device): a
  * hash table for the entries cost about 450 ns per IO, bpf_get_current_comm
- * about 150 ns more than reading task->comm; a clock read costs about 17 ns.
+ * about 150 ns more than reading task->comm; a clock read about 17 ns
+ * (read_tsc was the costliest kernel function the programs call: one read each).
  *
  * The kernel does not always run the programs: about one loop-device
  * completion in 10,000 to 100,000 reached ftrace's block_rq_complete event but
@@ -246,12 +246,9 @@ static __always_inline __u16 flags_of(__u32 cmd_flags)
 	       FLAG(__REQ_NOMERGE, IOTRACE_F_NOMERGE);
 }
 
-/* Sends one record. Times in the entry are CLOCK_MONOTONIC, the block
- * layer's clock; `boot_offset` (CLOCK_BOOTTIME - CLOCK_MONOTONIC, read by the
- * caller) moves them to the trace's clock. 0 = unknown; complete_ns 0 = the
- * completion was missed. */
-static __always_inline void emit(const struct iotrace_inflight *s, __u64 queue_ns, __u64 sector, __u32 bytes,
-				 __u8 status, __u64 complete_ns, __u64 boot_offset)
+/* Sends one record; complete_ns 0 = the completion was missed. */
+static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 status,
+				 __u64 complete_ns)
 {
 	struct iotrace_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -259,9 +256,9 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 queue_n
 		count_drop();
 		return;
 	}
-	e->queue_ns = queue_ns ? queue_ns + boot_offset : 0;
-	e->issue_ns = s->issue_ns ? s->issue_ns + boot_offset : 0;
-	e->complete_ns = complete_ns ? complete_ns + boot_offset : 0;
+	e->queue_ns = s->queue_ns;
+	e->issue_ns = s->issue_ns;
+	e->complete_ns = complete_ns;
 	e->sector = sector;
 	e->cgroup = s->cgroup;
 	e->bytes = bytes;
@@ -278,17 +275,12 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 queue_n
 				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline __u64 boot_offset(void)
-{
-	return bpf_ktime_get_boot_ns() - bpf_ktime_get_ns();
-}
-
 /* A slot still holding an issued entry when its tag is allocated again: the
  * previous request's completion never came. Send what the entry kept. */
 static __always_inline void flush_stale(const struct iotrace_inflight *s)
 {
 	if (s->rq && s->issue_ns) {
-		emit(s, s->queue_ns, s->sector, s->bytes, 0, 0, boot_offset());
+		emit(s, s->sector, s->bytes, 0, 0);
 		count(IOTRACE_UNCOMPLETED);
 	}
 }
@@ -315,8 +307,8 @@ static __always_inline int on_submit(struct request *rq)
 	__builtin_memcpy(s.comm, task->comm, sizeof(s.comm)); /* plain loads: cheaper than bpf_get_current_comm */
 	if (filter_by_comm && !comm_matches(s.comm))
 		return 0;
-	s.queue_ns = bpf_ktime_get_ns(); /* 17 ns; the kernel's rq->start_time_ns is one per plug */
-	s.cgroup = bpf_get_current_cgroup_id();
+	s.queue_ns = bpf_ktime_get_boot_ns(); /* the kernel's rq->start_time_ns is one per plug */
+	s.cgroup = task->cgroups->dfl_cgrp->kn->id; /* what bpf_get_current_cgroup_id returns, without the call */
 	s.cpu = bpf_get_smp_processor_id() + 1;
 	s.rq = key;
 	cmd_flags = rq->cmd_flags; /* as submitted: a request the flush machinery completes is never issued */
@@ -390,7 +382,7 @@ int block_rq_issue(u64 *ctx)
 	if (!s)
 		s = open_anonymous(dev, (__u64)rq);
 	if (s) {
-		s->issue_ns = bpf_ktime_get_ns(); /* a requeued request keeps its last dispatch */
+		s->issue_ns = bpf_ktime_get_boot_ns(); /* a requeued request keeps its last dispatch */
 		cmd_flags = rq->cmd_flags;
 		s->op = op_of(cmd_flags);
 		s->flags = flags_of(cmd_flags);
@@ -423,7 +415,6 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight unmatched = {};
 	struct iotrace_inflight *s;
-	__u64 now;
 	__u32 left;
 
 	if (!dev)
@@ -443,8 +434,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		s->flags = flags_of(rq->cmd_flags);
 	}
 	/* A partial completion reports the bytes done; the rest follows. */
-	now = bpf_ktime_get_ns();
-	emit(s, s->queue_ns, rq->__sector, nr_bytes < left ? nr_bytes : left, error, now, bpf_ktime_get_boot_ns() - now);
+	emit(s, rq->__sector, nr_bytes < left ? nr_bytes : left, error, bpf_ktime_get_boot_ns());
 	if (nr_bytes >= left && s != &unmatched)
 		close_entry(rq, s);
 	return 0;

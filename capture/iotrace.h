@@ -58,8 +58,8 @@ struct iotrace_event {
  * request's address. User space reads what is left when the capture stops. */
 struct iotrace_inflight {
 	__u64 rq;        /* the request's address; 0 = a free slot */
-	__u64 queue_ns;  /* CLOCK_MONOTONIC, the block layer's clock */
-	__u64 issue_ns;  /* CLOCK_MONOTONIC; 0 = not issued yet */
+	__u64 queue_ns;
+	__u64 issue_ns;  /* 0 = not issued yet */
 	__u64 sector;    /* at submission, then at issue: what an IO without completion is reported with */
 	__u64 cgroup;
 	__u32 bytes;
