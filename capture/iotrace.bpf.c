@@ -285,9 +285,8 @@ static __always_inline void flush_stale(const struct iotrace_inflight *s)
 	}
 }
 
-/* Runs in the submitter's context, on the submission path of every IO: it
- * takes only what nothing else knows later (the submitter) and leaves the
- * times to the kernel's own request timestamps where the queue keeps them. */
+/* Runs in the submitter's context, on the submission path of every IO: plain
+ * loads from the task and the request, one clock read, one slot store. */
 static __always_inline int on_submit(struct request *rq)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -307,7 +306,7 @@ static __always_inline int on_submit(struct request *rq)
 	__builtin_memcpy(s.comm, task->comm, sizeof(s.comm)); /* plain loads: cheaper than bpf_get_current_comm */
 	if (filter_by_comm && !comm_matches(s.comm))
 		return 0;
-	s.queue_ns = bpf_ktime_get_boot_ns(); /* the kernel's rq->start_time_ns is one per plug */
+	s.queue_ns = bpf_ktime_get_boot_ns();
 	s.cgroup = task->cgroups->dfl_cgrp->kn->id; /* what bpf_get_current_cgroup_id returns, without the call */
 	s.cpu = bpf_get_smp_processor_id() + 1;
 	s.rq = key;
