@@ -73,11 +73,17 @@ std::optional<uint64_t> decode_tail(const char* in) {
 }
 
 std::string compress(std::string_view raw, int level) {
-  std::string out(ZSTD_compressBound(raw.size()), '\0');
-  size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
-  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(n));
-  out.resize(n);
+  std::string out;
+  compress(raw, level, &out);
   return out;
+}
+
+void compress(std::string_view raw, int level, std::string* out) {
+  thread_local ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  out->resize(ZSTD_compressBound(raw.size()));
+  size_t n = ZSTD_compressCCtx(cctx, out->data(), out->size(), raw.data(), raw.size(), level);
+  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(n));
+  out->resize(n);
 }
 
 bool decompress(std::string_view stored, uint32_t raw_len, std::string* out, std::string* why) {

@@ -28,15 +28,13 @@ int64_t steady_now_ns() {
 }
 
 // Map entries (metadata) in a fixed order: the same trace gives the same bytes.
-std::string serialize(const google::protobuf::MessageLite& m) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&coded);
-  }
-  return out;
+// Into *out, reusing its storage.
+void serialize(const google::protobuf::MessageLite& m, std::string* out) {
+  out->clear();
+  google::protobuf::io::StringOutputStream stream(out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
 }
 
 // An IO held in the reorder window, numbered in arrival order so that IOs with
@@ -196,8 +194,8 @@ class TraceWriter::Impl {
   }
 
   void write_header() {
-    std::string raw = serialize(header_);
-    write_frame(frame::Kind::kHeader, frame::Codec::kRaw, raw, raw.size());
+    serialize(header_, &raw_);
+    write_frame(frame::Kind::kHeader, frame::Codec::kRaw, raw_, raw_.size());
     header_written_ = true;
   }
 
@@ -212,7 +210,7 @@ class TraceWriter::Impl {
     }
     chunk_.set_dropped_events(pending_dropped_);
     chunk_.set_late_ios(pending_late_);
-    const std::string raw = serialize(chunk_);
+    serialize(chunk_, &raw_);
     v1::ChunkEntry entry;
     entry.set_file_offset(stats_.file_bytes);
     entry.set_first_index(stats_.ios);
@@ -223,7 +221,8 @@ class TraceWriter::Impl {
       entry.set_min_issue_ns(lo->issue_ns);
       entry.set_max_issue_ns(hi->issue_ns);
     }
-    write_frame(frame::Kind::kChunk, frame::Codec::kZstd, frame::compress(raw, opt_.zstd_level), raw.size());
+    frame::compress(raw_, opt_.zstd_level, &stored_);
+    write_frame(frame::Kind::kChunk, frame::Codec::kZstd, stored_, raw_.size());
     *index_.add_chunks() = entry;
     stats_.ios += buffer_.size();
     ++stats_.chunks;
@@ -242,12 +241,12 @@ class TraceWriter::Impl {
     index_.set_late_ios(stats_.late_ios);
     *index_.mutable_devices() = header_.devices();
     for (const auto& d : added_devices_) *index_.add_devices() = d;
-    const std::string raw = serialize(index_);
+    serialize(index_, &raw_);
     const uint64_t at = stats_.file_bytes;
     std::string tail(frame::kTailSize, '\0');
     frame::encode_tail(at, tail.data());
-    write_frame(frame::Kind::kIndex, frame::Codec::kZstd, frame::compress(raw, opt_.zstd_level), raw.size(),
-                tail);
+    frame::compress(raw_, opt_.zstd_level, &stored_);
+    write_frame(frame::Kind::kIndex, frame::Codec::kZstd, stored_, raw_.size(), tail);
   }
 
   // Appends one frame (plus `extra` bytes) with a single write. A failed or
@@ -256,7 +255,8 @@ class TraceWriter::Impl {
                    const std::string& extra = {}) {
     if (stored.size() > frame::kMaxPayload || raw_len > frame::kMaxPayload)
       throw TraceError(path_ + ": frame of " + std::to_string(raw_len) + " bytes exceeds the format limit");
-    std::string out;
+    std::string& out = frame_;
+    out.clear();
     const bool first = stats_.file_bytes == 0;
     out.reserve((first ? sizeof frame::kFileMagic : 0) + frame::kHeaderSize + stored.size() + extra.size());
     if (first) out.append(frame::kFileMagic, sizeof frame::kFileMagic);
@@ -310,6 +310,8 @@ class TraceWriter::Impl {
   v1::Chunk chunk_;
   v1::Index index_;
   WriterStats stats_;
+  // Kept from frame to frame so their storage is reused (see frame::compress).
+  std::string raw_, stored_, frame_;
 };
 
 TraceWriter::TraceWriter(std::string path, v1::TraceHeader header, WriterOptions options)
