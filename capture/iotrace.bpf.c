@@ -374,7 +374,7 @@ int block_rq_issue(u64 *ctx)
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight *s;
 	__u32 cmd_flags;
-	
+
 	if (!dev)
 		return 0;
 	s = entry_of(rq, dev);
