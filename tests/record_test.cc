@@ -391,6 +391,40 @@ TEST_CASE("blktrace back end records exactly fio's IOs and fsyncs under mq-deadl
   exact_capture_test("blktrace", "mq-deadline", 16);
 }
 
+TEST_CASE("ebpf back end records exactly the requests beyond its slot table", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  set_nomerges(loop);
+  Scheduler sched(loop, "mq-deadline");
+  const std::string nr_requests = "/sys/block/" + loop.name() + "/queue/nr_requests";
+  // The slot table is sized at the start (the larger of 128 driver tags and
+  // 64 scheduler requests); raised to 256 afterwards, scheduler tags 128-255
+  // have no slot and their entries go to the hash table.
+  std::ofstream(nr_requests) << "64";
+  const BlockStat before = block_stat(loop.name());
+  Recording rec("ebpf", loop.path(), dir.file("t.iot"), dir.file("record.log"));
+  std::ofstream(nr_requests) << "256";
+  REQUIRE(std::stoul(read_file(nr_requests)) == 256);
+  Process fio({"fio", "--name=deep", "--filename=" + loop.path(), "--direct=1", "--ioengine=io_uring",
+               "--rw=randread", "--bs=4k", "--iodepth=256", "--iodepth_batch_submit=64", "--number_ios=20000",
+               "--thread", "--output-format=json", "--output=" + dir.file("fio.json")},
+              dir.file("fio.log"));
+  REQUIRE(fio.wait() == 0);
+  REQUIRE(rec.stop(SIGINT) == 0);
+  const BlockStat after = block_stat(loop.name());
+  const auto j = nlohmann::json::parse(read_file(dir.file("fio.json")));
+  const uint64_t fio_reads = j["jobs"][0]["read"]["total_ios"].get<uint64_t>();
+  INFO(read_file(dir.file("record.log")));
+  const TraceContents t = read_trace({dir.file("t.iot")}, loop.dev_major(), loop.dev_minor());
+  CHECK(fio_reads == 20000);
+  CHECK(t.dropped == 0);
+  CHECK(t.totals.ios[0] == fio_reads);
+  CHECK(t.totals.ios[0] == after.read_ios - before.read_ios);
+  CHECK(t.totals.ios[1] == 0);
+  CHECK(t.without_completion == t.uncompleted);
+}
+
 TEST_CASE("both back ends agree on one fio run", "[record][ebpf][blktrace]") {
   if (!require_root("record block IOs")) return;
   TempDir dir;
