@@ -249,8 +249,7 @@ class BlktraceBackend final : public Backend {
     return total;
   }
 
-  // The submitting process of a thread, from /proc while the thread exists.
-  // The process of thread `tid`, whose name is `comm`. A thread that is gone
+  // The process of thread `tid`, whose name is `comm`, from /proc. A thread that is gone
   // from /proc by the time its line is read (io_uring's workers exit with
   // their ring) is named after the thread that made the ring: "iou-wrk-TID".
   uint32_t process_of(uint32_t tid, std::string_view comm) {
@@ -324,15 +323,14 @@ class BlktraceBackend final : public Backend {
     uint64_t sector = 0;
     uint32_t sectors = 0;
     size_t tail = 8;  // the field after "SECTOR + N": [COMM] or [ERR]
-    if (f.size() >= 8 && f[6] == "+" && to_number(f[5], &sector) && to_number(f[7], &sectors)) {
-    } else if (f.size() == 5 || f[5].front() == '[') {  // "Q FWS [comm]", "D FN [comm]"
+    if (f.size() < 8 || f[6] != "+" || !to_number(f[5], &sector) || !to_number(f[7], &sectors)) {
+      if (f.size() == 5 || f[5].front() == '[')  // "Q FWS [comm]", "D FN [comm]"
+        tail = 5;
+      else if (act == "C" && f[5] == "0")  // "C FN 0 [0]"
+        tail = 6;
+      else
+        return;
       sector = kNoSector;
-      tail = 5;
-    } else if (act == "C" && to_number(f[5], &sector) && sector == 0) {  // "C FN 0 [0]"
-      sector = kNoSector;
-      tail = 6;
-    } else {
-      return;
     }
     Op op;
     uint32_t flags;

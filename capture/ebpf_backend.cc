@@ -131,8 +131,9 @@ class EbpfBackend final : public Backend {
   }
 
   void finish(const IoSink& sink) override {
-    // Detached, nothing changes the table any more: what completed is in the
-    // ring buffer, what is left in the table was issued and never completed.
+    // Detached, nothing changes the tables any more: what completed is in the
+    // ring buffer; an entry left issued was never completed (one not yet
+    // issued is an IO that never reached the device within the capture).
     iotrace_bpf__detach(skel_);
     poll(0, sink);
     bpf_map* table = skel_->maps.inflight;

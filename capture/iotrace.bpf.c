@@ -99,7 +99,9 @@ struct {
 /* Per-CPU counters: [IOTRACE_DROPS] records lost because the ring buffer or
  * the in-flight table was full; [IOTRACE_UNMATCHED] completions that found no
  * in-flight entry (in flight before the capture, or a missed submission):
- * still recorded, without submitter and issue time. */
+ * still recorded, without submitter and issue time; [IOTRACE_UNCOMPLETED]
+ * issued entries found stale when their slot was reused: recorded without a
+ * completion time. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, IOTRACE_COUNTERS);
@@ -133,8 +135,9 @@ static __always_inline void count_drop(void)
 }
 
 /* tp_btf and fentry arguments are typed kernel pointers: plain loads
- * (relocated by CO-RE) are cheaper than bpf_probe_read calls. */
-/* The traced device of a request, or 0. The request queue's id caches the
+ * (relocated by CO-RE) are cheaper than bpf_probe_read calls.
+ *
+ * The traced device of a request, or 0. The request queue's id caches the
  * answer of the hash table (one array load instead of hashing, three times
  * per IO); the cached dev_t guards against a queue id reused by another disk. */
 static __always_inline struct iotrace_device *device_of(struct request *rq)
@@ -178,7 +181,7 @@ static __always_inline struct iotrace_inflight *slot_of(struct request *rq, cons
 		return 0;
 	if (tag < 0)
 		tag = rq->tag;
-	hctx = ((struct request___mq *)rq)->mq_hctx->queue_num; /* plain loads: BPF_CORE_READ's probe reads cost more than the rest */
+	hctx = ((struct request___mq *)rq)->mq_hctx->queue_num;
 	if (tag < 0 || (__u32)tag >= d->tags || hctx >= d->hw_queues)
 		return 0;
 	i = d->first_slot + hctx * d->tags + (__u32)tag;
