@@ -37,12 +37,7 @@ IssueOrder::IssueOrder(int64_t window_ns, size_t max_ios) : window_ns_(window_ns
 
 void IssueOrder::add(const Io& io) {
   open_.push_back(io);
-  if (!io.comm.empty()) {
-    // Most IOs come from the process of the IO before: comparing its name
-    // (16 bytes at most) is cheaper than hashing it.
-    if (io.comm != last_comm_) last_comm_ = *comms_.emplace(io.comm).first;
-    open_.back().comm = last_comm_;
-  }
+  open_.back().comm = names_.intern(io.comm);
   ++held_;
 }
 

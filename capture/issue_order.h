@@ -10,12 +10,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "capture/backend.h"
+#include "traces/name_interner.h"
 
 namespace iotape::capture {
 
@@ -50,8 +48,7 @@ class IssueOrder {
   std::vector<Io> open_;
   std::vector<Run> runs_;                // a heap: the run whose front goes out next on top
   std::vector<std::vector<Io>> spare_;   // emptied runs' vectors: their pages are already mapped
-  std::unordered_set<std::string> comms_;  // interned names; views into it stay valid
-  std::string_view last_comm_;             // the name interned last
+  NameInterner names_;
 };
 
 }  // namespace iotape::capture

@@ -10,12 +10,12 @@
 #include <cerrno>
 #include <chrono>
 #include <queue>
-#include <unordered_set>
 #include <vector>
 
 #include "traces/chunk_codec.h"
 #include "traces/error.h"
 #include "traces/frame.h"
+#include "traces/name_interner.h"
 #include "traces/version.h"
 
 namespace iotape {
@@ -95,7 +95,7 @@ class TraceWriter::Impl {
   void append(const Io& in) {
     check_usable();
     Io io = in;
-    if (!io.comm.empty()) io.comm = *comms_.emplace(io.comm).first;
+    io.comm = names_.intern(io.comm);
     if (have_emitted_ && io.issue_ns < last_emitted_issue_) {
       // Its place is already written: keep it anyway, and say so.
       ++stats_.late_ios;
@@ -299,7 +299,7 @@ class TraceWriter::Impl {
   int64_t newest_issue_ = 0;
   int64_t last_emitted_issue_ = 0;
   bool have_emitted_ = false;
-  std::unordered_set<std::string> comms_;  // interned process names; views into it stay valid
+  NameInterner names_;
 
   google::protobuf::RepeatedPtrField<v1::Device> pending_devices_;
   std::vector<v1::Device> added_devices_;

@@ -38,11 +38,7 @@ std::string blkparse_rwbs(uint32_t c, uint64_t bytes) {
 
 void BlockEventStream::add(const Io& in) {
   Io io = in;
-  if (!io.comm.empty()) {
-    auto it = comms_.find(io.comm);
-    if (it == comms_.end()) it = comms_.emplace(io.comm).first;
-    io.comm = *it;
-  }
+  io.comm = names_.intern(io.comm);
   // Later IOs can still have queue events as early as their issue time minus
   // the longest queue-to-issue time seen so far.
   if (io.has_queue()) max_queue_lead_ = std::max(max_queue_lead_, io.issue_ns - io.queue_ns);

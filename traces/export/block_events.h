@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "traces/io.h"
+#include "traces/name_interner.h"
 
 namespace iotape {
 
@@ -54,9 +54,7 @@ class BlockEventStream {
 
   Sink sink_;
   std::priority_queue<BlockEvent, std::vector<BlockEvent>, Later> pending_;
-  // Interned names, which pending events point into: a set, whose strings
-  // never move (a vector's would, and short ones take their bytes along).
-  std::set<std::string, std::less<>> comms_;
+  NameInterner names_;  // pending events point into it
   uint64_t seq_ = 0;
   int64_t max_queue_lead_ = 0;
   int64_t last_delivered_ = kNoTime;

@@ -1,0 +1,34 @@
+// NameInterner: one stored copy of each process name, so that IOs can carry
+// string_views of names that outlive the buffers they were read from.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+
+namespace iotape {
+
+class NameInterner {
+ public:
+  // A view of the stored copy of `name`, valid as long as the interner; ""
+  // stays "". Most IOs come from the process of the IO before: that name is
+  // compared (16 bytes at most), not hashed.
+  std::string_view intern(std::string_view name) {
+    if (name.empty()) return {};
+    if (name == last_) return last_;
+    auto it = names_.find(name);
+    if (it == names_.end()) it = names_.emplace(name).first;
+    return last_ = *it;
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> names_;  // nodes never move
+  std::string_view last_;
+};
+
+}  // namespace iotape
