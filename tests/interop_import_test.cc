@@ -7,11 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <random>
-#include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>

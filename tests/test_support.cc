@@ -97,9 +97,10 @@ BlockStat block_stat(const std::string& name) {
   std::ifstream in("/sys/block/" + name + "/stat");
   BlockStat s{};
   in >> s.read_ios >> s.read_merges >> s.read_sectors >> s.read_ticks >> s.write_ios >> s.write_merges >>
-      s.write_sectors >> s.write_ticks >> s.in_flight >> s.io_ticks >> s.time_in_queue >> s.discard_ios >>
-      s.discard_merges >> s.discard_sectors >> s.discard_ticks >> s.flush_ios >> s.flush_ticks;
+      s.write_sectors >> s.write_ticks >> s.in_flight >> s.io_ticks >> s.time_in_queue;
   if (!in) throw std::runtime_error("cannot read /sys/block/" + name + "/stat");
+  // Discard (4.18) and flush (5.5) fields: 0 where the kernel has none.
+  in >> s.discard_ios >> s.discard_merges >> s.discard_sectors >> s.discard_ticks >> s.flush_ios >> s.flush_ticks;
   return s;
 }
 
