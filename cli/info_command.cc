@@ -76,7 +76,7 @@ void run_info(const InfoOptions& o) {
     fmt::print("bytes      read {}  written {}  discarded {}\n", s.op(Op::kRead).bytes, s.op(Op::kWrite).bytes,
                s.op(Op::kDiscard).bytes);
     if (s.ios)
-      fmt::print("time       {:.6f} s  (first {} ns, last {} ns)\n", (s.last_ns - s.first_ns) / 1e9, s.first_ns,
+      fmt::print("time       {:.6f} s  (first {} ns, last {} ns)\n", s.duration_ns() / 1e9, s.first_ns,
                  s.last_ns);
     fmt::print("lost       {} dropped events, {} late IOs, {} IOs with errors\n", s.dropped_events, s.late_ios,
                s.errors);

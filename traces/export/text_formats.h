@@ -9,7 +9,8 @@
 
 namespace iotape {
 
-// blkparse-like RWBS letters: R/W/F/D/Z/N, then F (FUA), S (sync), M (meta), A (readahead).
+// iotape's RWBS letters: F (preflush, except on a flush), the op R/W/F/D/Z/N,
+// then F (FUA), A (readahead), S (sync), M (meta).
 std::string rwbs(const Io& io);
 
 // One line, no newline. `t0` is subtracted from the times of the text format.
