@@ -21,11 +21,13 @@ uint32_t ExportedDevices::index(const FieldParser& p, uint64_t device, uint32_t 
   if (device >= kMaxDevices) p.fail("device index " + std::to_string(device) + " is out of range");
   if (seen_.size() <= device) seen_.resize(device + 1);
   std::optional<Seen>& seen = seen_[device];
-  const std::optional<std::string> named = name ? std::optional<std::string>(*name) : std::nullopt;
+  // Every line names its device: compared in place, copied only the first time.
+  const auto owned = [&] { return name ? std::optional<std::string>(*name) : std::nullopt; };
   if (!seen)
-    seen = Seen{major, minor, named};
-  else if (seen->major != major || seen->minor != minor || seen->name != named)
-    p.fail("device " + std::to_string(device) + " is " + describe(major, minor, named) + " here but " +
+    seen = Seen{major, minor, owned()};
+  else if (seen->major != major || seen->minor != minor || seen->name.has_value() != name.has_value() ||
+           (name && *seen->name != *name))
+    p.fail("device " + std::to_string(device) + " is " + describe(major, minor, owned()) + " here but " +
            describe(seen->major, seen->minor, seen->name) + " before");
   return first_ + static_cast<uint32_t>(device);
 }
