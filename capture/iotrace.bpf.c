@@ -249,6 +249,30 @@ static __always_inline __u16 flags_of(__u32 cmd_flags)
 	       FLAG(__REQ_NOMERGE, IOTRACE_F_NOMERGE);
 }
 
+/* Records sent by this CPU: the ring buffer's fill level is checked every
+ * WAKEUP_CHECK of them, not on every record (a helper call less per IO). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sent SEC(".maps");
+
+#define WAKEUP_CHECK 256
+
+/* User space polls on a timer; waking it for every record would cost more
+ * than the record. Only a filling buffer wakes it early. */
+static __always_inline __u64 wakeup_flag(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&sent, &zero);
+
+	if (!n || (++*n % WAKEUP_CHECK))
+		return BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									   : BPF_RB_NO_WAKEUP;
+}
+
 /* Sends one record; complete_ns 0 = the completion was missed. */
 static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector, __u32 bytes, __u8 status,
 				 __u64 complete_ns)
@@ -272,10 +296,7 @@ static __always_inline void emit(const struct iotrace_inflight *s, __u64 sector,
 	e->op = s->op;
 	e->status = status;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-	/* User space polls on a timer; waking it for every record would
-	 * cost more than the record. Only a filling buffer wakes it early. */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, wakeup_flag());
 }
 
 /* A slot still holding an issued entry when its tag is allocated again: the
