@@ -599,12 +599,16 @@ TEST_CASE("csv, jsonl: names that are not UTF-8 stay bytes in CSV and become U+F
   CHECK(back.rows[0].device == "disk\uFFFD");
 }
 
-TEST_CASE("jsonl: --volume keeps the named devices and the header counts what it skipped", "[interop][jsonl]") {
+TEST_CASE("jsonl: --volume keeps the named devices, the header counts what it skipped, absent volumes are named", "[interop][jsonl]") {
   TempDir dir;
   write_rich_trace(dir.file("t.iot"));
   REQUIRE(run(iotape_cmd() + " export jsonl " + dir.file("t.iot") + " -o " + dir.file("t.jsonl")).exit_code == 0);
-  REQUIRE(run(iotape_cmd() + " import jsonl " + dir.file("t.jsonl") + " --volume 1 -o " + dir.file("one.iot"))
-              .exit_code == 0);
+  // Volume 9 names no device of the input: the import says so, of that one only.
+  const auto r = run(iotape_cmd() + " import jsonl " + dir.file("t.jsonl") + " --volume 1 --volume 9 -o " +
+                     dir.file("one.iot"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("volume '9' does not occur in the input") != std::string::npos);
+  CHECK(r.output.find("volume '1' does not occur") == std::string::npos);
   std::vector<Row> want;
   for (const Row& r : read_rows(dir.file("t.iot")))
     if (r.device_index == 1) want.push_back(r);

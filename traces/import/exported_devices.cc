@@ -11,10 +11,7 @@ std::string describe(uint32_t major, uint32_t minor, const std::optional<std::st
 
 }  // namespace
 
-ExportedDevices::ExportedDevices(const ImportOptions& options, TraceWriter& out)
-    : keep_(options.volumes.begin(), options.volumes.end()), out_(out), first_(out.device_count()) {}
-
-bool ExportedDevices::kept(uint64_t device) const { return keep_.empty() || keep_.contains(std::to_string(device)); }
+ExportedDevices::ExportedDevices(TraceWriter& out) : out_(out), first_(out.device_count()) {}
 
 uint32_t ExportedDevices::index(const FieldParser& p, uint64_t device, uint32_t major, uint32_t minor,
                                 std::optional<std::string_view> name) {

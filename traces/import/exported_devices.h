@@ -5,12 +5,12 @@
 // the input has no name (older CSV), "MAJOR,MINOR"; a device no IO uses, or
 // one with neither name nor major and minor, is "device N". The devices are
 // added to the writer once every line is read (the ImportSink holds the IOs
-// until then).
+// until then). The volume filter (ImportOptions::volumes, which names device
+// indexes: "0", "1", ...) is the ImportSink's.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +22,7 @@ namespace iotape {
 
 class ExportedDevices {
  public:
-  ExportedDevices(const ImportOptions& options, TraceWriter& out);
-
-  // Whether ImportOptions::volumes keeps the input's device `device` (volumes
-  // name device indexes: "0", "1", ...).
-  bool kept(uint64_t device) const;
+  explicit ExportedDevices(TraceWriter& out);
 
   // The trace's index of the input's device `device`, which this line says is
   // major:minor named `name` (nullopt: the line has no name). Fails when the
@@ -42,7 +38,6 @@ class ExportedDevices {
     uint32_t major = 0, minor = 0;
     std::optional<std::string> name;
   };
-  std::set<std::string> keep_;
   TraceWriter& out_;
   uint32_t first_;
   std::vector<std::optional<Seen>> seen_;  // by the input's device index

@@ -23,6 +23,13 @@ std::optional<uint32_t> ImportSink::device(std::string_view id) {
   return it->second;
 }
 
+bool ImportSink::keeps(std::string_view id) {
+  if (keep_.empty()) return true;
+  if (!keep_.contains(id)) return false;
+  if (!kept_seen_.contains(id)) kept_seen_.emplace(id);
+  return true;
+}
+
 void ImportSink::add(const Io& io) {
   ++report_.records;
   ++report_.ios;
@@ -50,7 +57,7 @@ ImportReport ImportSink::finish() {
   for (const auto& [reason, n] : report_.skipped_by_reason)
     report_.notes.push_back(std::to_string(n) + " records skipped: " + reason);
   for (const std::string& v : keep_)
-    if (!volumes_.contains(v)) report_.notes.push_back("volume '" + v + "' does not occur in the input");
+    if (!volumes_.contains(v) && !kept_seen_.contains(v)) report_.notes.push_back("volume '" + v + "' does not occur in the input");
   return report_;
 }
 

@@ -28,6 +28,10 @@ class ImportSink {
   // nullopt when the volume filter leaves it out (the record is then counted
   // as skipped, reason "other-volume").
   std::optional<uint32_t> device(std::string_view id);
+  // Whether the volume filter keeps volume `id`, for importers whose device
+  // table comes from the input itself instead of from device(); like device(),
+  // notes that `id` occurs in the input.
+  bool keeps(std::string_view id);
   // A record that made `io`.
   void add(const Io& io);
   // A record that made `io` on volume `id`: added with that volume's device,
@@ -48,6 +52,7 @@ class ImportSink {
   TraceWriter& out_;
   std::set<std::string, std::less<>> keep_;
   std::map<std::string, std::optional<uint32_t>, std::less<>> volumes_;
+  std::set<std::string, std::less<>> kept_seen_;  // volumes keeps() was asked about and kept
   SortedSpill sorted_;
   ImportReport report_;
 };

@@ -99,7 +99,7 @@ uint32_t flag_bits_of(const FieldParser& p, std::string_view bits, std::string_v
 }  // namespace
 
 ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
-  ExportedDevices devices(options, out);
+  ExportedDevices devices(out);
   std::array<std::string, kFields> storage;
   auto parse_line = [&](const FieldParser& p, std::string_view text, ImportSink& sink) {
     if (text.starts_with(kHeader)) return;
@@ -133,7 +133,7 @@ ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOption
     io.source_index = p.signed_number(f[16], "source_index");
     const std::optional<std::string_view> name = n == kFields ? std::optional(f[18]) : std::nullopt;
     const uint32_t index = devices.index(p, device, static_cast<uint32_t>(major), static_cast<uint32_t>(minor), name);
-    if (!devices.kept(device)) return sink.skip("other-volume");
+    if (!sink.keeps(std::to_string(device))) return sink.skip("other-volume");
     io.device = index;
     sink.add(io);
   };

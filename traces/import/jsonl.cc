@@ -96,7 +96,7 @@ std::pair<uint32_t, uint32_t> major_minor(const FieldParser& p, std::string_view
 }  // namespace
 
 ImportReport import_jsonl(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
-  ExportedDevices devices(options, out);
+  ExportedDevices devices(out);
   auto parse_line = [&](const FieldParser& p, std::string_view text, ImportSink& sink) {
     const Fields f(p, text);
     f.integer<uint64_t>("index");
@@ -122,7 +122,7 @@ ImportReport import_jsonl(std::span<const Input> inputs, const ImportOptions& op
     const std::optional<std::string_view> dev = f.string("dev");
     const auto [major, minor] = dev ? major_minor(p, *dev) : std::pair<uint32_t, uint32_t>();
     const uint32_t index = devices.index(p, device, major, minor, f.string("device_name"));
-    if (!devices.kept(device)) return sink.skip("other-volume");
+    if (!sink.keeps(std::to_string(device))) return sink.skip("other-volume");
     io.device = index;
     sink.add(io);
   };
