@@ -6,14 +6,24 @@ fio 4 KiB random reads, QD32, io_uring, direct, on a loop device over a
 traced one back to back; the IOPS ratio traced/untraced of each pair is
 reported as a median over the rounds (2 shared cores are noisy: only ratios
 from one run mean anything). Also reported: events dropped, the trace's bytes
-per IO, the recorder's user-space CPU per IO, and the BPF programs' CPU per IO
-(kernel.bpf_stats_enabled, one extra run).
+per IO, the recorder's process CPU per IO, and the BPF programs' run time
+(kernel.bpf_stats_enabled, extra runs).
 
 Peers: bpftrace with a (dev, sector)-keyed map printing one line per IO
 (libbpf-tools biosnoop cannot attach on kernels without blk_account_io_start),
 and the ftrace blk tracer with a text trace_pipe reader.
 
-Usage: bench/record_overhead.py --iotape BUILD/cli/iotape [--rounds 5] [--runtime 5]
+The floor: bench/hook_floor attaches programs that do nothing to the three
+tracepoints iotape's eBPF back end uses ("hooks"), then programs that only read
+the clock once each, as iotape's do ("hooks+clock"). Their ratios bound what
+any tracer with a timestamp per event on those hooks can reach here.
+
+The recorder's CPU per IO counts what it used from the moment it said it was
+recording until it exited (its start-up, loading the BPF programs, is not per
+IO).
+
+Usage: bench/record_overhead.py --iotape BUILD/cli/iotape [--hook-floor BUILD/bench/hook_floor]
+       [--rounds 5] [--runtime 5]
 Needs root, fio, bpftrace. Cleans up its loop device, files and tracer settings.
 """
 import argparse
@@ -61,6 +71,18 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_cpu_seconds(proc, timeout=60):
+    """Waits for `proc` to exit; returns its exit status and its whole CPU time."""
+    end = time.time() + timeout
+    while time.time() < end:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        time.sleep(0.02)
+    raise RuntimeError(f"{proc.args[0]} did not exit")
+
+
 class Iotape:
     """iotape record with one back end; writes its trace to tmpfs."""
 
@@ -74,16 +96,37 @@ class Iotape:
         self.proc = subprocess.Popen([self.binary, "record", "-d", self.dev, "-o", self.trace, "--backend",
                                       self.backend], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
         wait_for(self.log, "iotape: recording", self.proc)
+        self.cpu_at_start = cpu_seconds(self.proc.pid)
 
     def stop(self):
-        cpu = cpu_seconds(self.proc.pid)
         self.proc.send_signal(signal.SIGINT)
-        if self.proc.wait(60) != 0:
+        status, cpu = wait_cpu_seconds(self.proc)
+        cpu -= self.cpu_at_start
+        if status != 0:
             raise RuntimeError(open(self.log).read())
         info = json.loads(sh(f"{self.binary} info --json {self.trace}"))
         os.unlink(self.trace)
         return {"dropped": info["dropped_events"], "ios": info["ios"], "bytes_per_io": info["bytes_per_io"],
                 "cpu_s": cpu}
+
+
+class HookFloor:
+    """bench/hook_floor: iotape's three tracepoints with empty programs, or with one clock read each."""
+
+    def __init__(self, binary, clock, work):
+        self.binary, self.clock, self.work = binary, clock, work
+        self.name = "hooks+clock" if clock else "hooks"
+
+    def start(self):
+        self.log = os.path.join(self.work, f"{self.name}.log")
+        self.proc = subprocess.Popen([self.binary] + (["--clock"] if self.clock else []),
+                                     stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        wait_for(self.log, "hook_floor: attached", self.proc)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(60)
+        return {"dropped": None, "ios": 0, "cpu_s": 0}
 
 
 class Bpftrace:
@@ -105,11 +148,12 @@ class Bpftrace:
         self.out = os.path.join(self.work, "bpftrace.out")
         self.proc = subprocess.Popen(["bpftrace", "-e", prog], stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
         wait_for(self.out, "Attaching", self.proc)
+        self.cpu_at_start = cpu_seconds(self.proc.pid)
 
     def stop(self):
-        cpu = cpu_seconds(self.proc.pid)
         self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(60)
+        _, cpu = wait_cpu_seconds(self.proc)
+        cpu -= self.cpu_at_start
         lost, ios = 0, 0
         with open(self.out, errors="replace") as f:
             for line in f:
@@ -138,9 +182,8 @@ class FtraceBlk:
         self.proc = subprocess.Popen(["cat", f"{TRACEFS}/trace_pipe"], stdout=open(self.out, "w"))
 
     def stop(self):
-        cpu = cpu_seconds(self.proc.pid)
         self.proc.terminate()
-        self.proc.wait(60)
+        _, cpu = wait_cpu_seconds(self.proc)
         write(f"{TRACEFS}/current_tracer", "nop")
         write(f"/sys/block/{self.disk}/trace/enable", "0")
         ios = sum(1 for line in open(self.out, errors="replace") if "  C  " in line)
@@ -148,20 +191,21 @@ class FtraceBlk:
         return {"dropped": None, "ios": ios, "cpu_s": cpu}
 
 
-def bpf_cpu_per_io(binary, dev, work, runtime):
-    """Run-time of iotape's BPF programs per IO, from the kernel's BPF statistics."""
+def bpf_ns_per_run(tracer, dev, runtime):
+    """Run time per invocation of each BPF program `tracer` attaches, from the
+    kernel's BPF statistics (which add their own clock reads to every run)."""
     old = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
     write("/proc/sys/kernel/bpf_stats_enabled", "1")
-    names = {"block_io_start", "blk_account_io_start", "block_rq_insert", "block_rq_issue", "block_rq_complete"}
     try:
         before = {p["id"] for p in json.loads(sh("bpftool prog show --json"))}
-        t = Iotape(binary, "ebpf", dev, work)
-        t.start()
-        _, ios = fio(dev, runtime)
-        progs = json.loads(sh("bpftool prog show --json"))
-        ns = sum(p.get("run_time_ns", 0) for p in progs if p["id"] not in before and p.get("name") in names)
-        r = t.stop()
-        return ns / r["ios"] if r["ios"] else float("nan"), ios
+        tracer.start()
+        try:
+            fio(dev, runtime)
+            progs = json.loads(sh("bpftool prog show --json"))
+        finally:
+            tracer.stop()
+        return {p["name"]: p["run_time_ns"] / p["run_cnt"] for p in progs
+                if p["id"] not in before and p.get("run_cnt")}
     finally:
         write("/proc/sys/kernel/bpf_stats_enabled", old)
 
@@ -169,11 +213,16 @@ def bpf_cpu_per_io(binary, dev, work, runtime):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iotape", required=True)
+    ap.add_argument("--hook-floor", help="bench/hook_floor (default: beside the iotape binary's build tree)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root")
+    hook_floor = a.hook_floor or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(a.iotape))),
+                                              "bench", "hook_floor")
+    if not os.access(hook_floor, os.X_OK):
+        sys.exit(f"{hook_floor}: not found (build the hook_floor target or pass --hook-floor)")
     if not os.path.exists(f"{TRACEFS}/trace_pipe"):
         sh(f"mount -t tracefs nodev {TRACEFS}")
 
@@ -184,7 +233,8 @@ def main():
     dev = sh(f"losetup -f --show {backing}")
     try:
         tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
-                   Bpftrace(dev, work), FtraceBlk(dev, work)]
+                   Bpftrace(dev, work), FtraceBlk(dev, work), HookFloor(hook_floor, False, work),
+                   HookFloor(hook_floor, True, work)]
         results = {t.name: [] for t in tracers}
         fio(dev, 2)  # warm up
         for r in range(a.rounds):
@@ -198,20 +248,28 @@ def main():
                 results[t.name].append({"base": base, "traced": traced, "ratio": traced / base, **extra})
                 print(f"round {r + 1} {t.name:16s} untraced {base:9.0f} IOPS  traced {traced:9.0f} IOPS  "
                       f"ratio {traced / base:.3f}  dropped {extra['dropped']}", flush=True)
-        bpf_ns, _ = bpf_cpu_per_io(a.iotape, dev, work, a.runtime)
+        bpf_iotape = bpf_ns_per_run(Iotape(a.iotape, "ebpf", dev, work), dev, a.runtime)
+        bpf_floor = bpf_ns_per_run(HookFloor(hook_floor, True, work), dev, a.runtime)
         print()
         print(f"{'tracer':16s} {'median ratio':>12s} {'untraced IOPS':>14s} {'traced IOPS':>12s} {'dropped':>8s} "
-              f"{'user CPU/IO':>12s} {'bytes/IO':>9s}")
+              f"{'proc CPU/IO':>12s} {'bytes/IO':>9s}")
         for name, rows in results.items():
             dropped = [x["dropped"] for x in rows]
-            cpu = sum(x["cpu_s"] for x in rows) / max(1, sum(x["ios"] for x in rows)) * 1e9
+            ios = sum(x["ios"] for x in rows)
+            cpu = f"{sum(x['cpu_s'] for x in rows) / ios * 1e9:10.0f}ns" if ios else f"{'n/a':>12s}"
             bpi = [x["bytes_per_io"] for x in rows if "bytes_per_io" in x]
             print(f"{name:16s} {statistics.median(x['ratio'] for x in rows):12.3f} "
                   f"{statistics.median(x['base'] for x in rows):14.0f} "
                   f"{statistics.median(x['traced'] for x in rows):12.0f} "
-                  f"{'n/a' if None in dropped else sum(dropped):>8} {cpu:10.0f}ns "
+                  f"{'n/a' if None in dropped else sum(dropped):>8} {cpu} "
                   f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
-        print(f"iotape-ebpf BPF programs: {bpf_ns:.0f} ns CPU per IO (kernel.bpf_stats_enabled run)")
+        print()
+        print("BPF run time per invocation (kernel.bpf_stats_enabled runs; hooks+clock = the statistics' own "
+              "cost plus one clock read):")
+        for name in sorted(bpf_iotape):
+            print(f"  {name:24s} iotape-ebpf {bpf_iotape[name]:6.0f} ns   hooks+clock {bpf_floor.get(name, float('nan')):6.0f} ns")
+        print(f"  {'per IO (sum)':24s} iotape-ebpf {sum(bpf_iotape.values()):6.0f} ns   "
+              f"hooks+clock {sum(bpf_floor.values()):6.0f} ns")
     finally:
         sh(f"losetup -d {dev}")
         sh(f"rm -rf {work}")
