@@ -32,4 +32,5 @@ function(bpf_skeleton name source)
     COMMENT "Generating ${name}.skel.h"
     VERBATIM)
   add_custom_target(${name}_skel DEPENDS ${out}/${name}.skel.h)
+  add_dependencies(${name}_skel iotape_vmlinux_h)  # one vmlinux.h, made once for every directory
 endfunction()
