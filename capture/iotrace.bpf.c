@@ -23,8 +23,10 @@
  *
  * Measured on a 6.18 VM (bpf_stats, 4 KiB random reads on a loop device): a
  * hash table for the entries cost about 450 ns per IO, bpf_get_current_comm
- * about 150 ns more than reading task->comm; a clock read about 17 ns
- * (read_tsc was the costliest kernel function the programs call: one read each).
+ * about 150 ns more than reading task->comm; a clock read 40-50 ns, a helper
+ * call alone about 20 (that VM returns through retpolines and Safe-RET
+ * thunks). Attaching empty programs to these tracepoints cost more than all of
+ * it: bench/hook_floor measures that floor.
  *
  * The kernel does not always run the programs: about one loop-device
  * completion in 10,000 to 100,000 reached ftrace's block_rq_complete event but
