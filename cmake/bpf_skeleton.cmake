@@ -22,7 +22,7 @@ function(bpf_skeleton name source)
   add_custom_command(OUTPUT ${out}/${name}.bpf.o
     COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I${CMAKE_BINARY_DIR}/bpf
-            -I${CMAKE_CURRENT_SOURCE_DIR} -c ${CMAKE_CURRENT_SOURCE_DIR}/${source} -o ${out}/${name}.bpf.o
+            -c ${CMAKE_CURRENT_SOURCE_DIR}/${source} -o ${out}/${name}.bpf.o
     DEPENDS ${source} ${ARGN} ${IOTAPE_VMLINUX_H}
     COMMENT "Compiling ${source}"
     VERBATIM)
