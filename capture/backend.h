@@ -23,6 +23,7 @@ struct BackendOptions {
   uint32_t pid = 0;                  // only IOs submitted by this process (0 = all)
   std::string comm;                  // only IOs submitted by a thread of this name ("" = all)
   uint64_t buffer_bytes = 0;         // kernel-to-user buffer; 0 = the back end's default
+  bool keep_anonymous = false;       // with pid/comm: also requests without a submitter (kernel flushes)
 };
 
 using IoSink = std::function<void(const Io&)>;

@@ -81,6 +81,7 @@ class EbpfBackend final : public Backend {
     if (!skel_) throw std::runtime_error(std::string("cannot open the BPF program: ") + std::strerror(errno));
     skel_->rodata->rq_is_first_arg = issue.args == 1;
     skel_->rodata->filter_pid = o.pid;
+    skel_->rodata->keep_anonymous = o.keep_anonymous;
     if (!o.comm.empty()) {
       skel_->rodata->filter_by_comm = true;
       std::strncpy(const_cast<char*>(skel_->rodata->filter_comm), o.comm.c_str(), IOTRACE_COMM_LEN - 1);

@@ -49,6 +49,9 @@ const volatile bool rq_is_first_arg = true; /* block_rq_{issue,merge}(rq) since 
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
+/* With a submitter filter, still record the requests the kernel makes without
+ * a submitter (flushes): replay times its own fsyncs by them. */
+const volatile bool keep_anonymous = false;
 const volatile char filter_comm[IOTRACE_COMM_LEN] = {};
 
 /* Entries by request slot (see struct iotrace_device); sized by the loader. */
@@ -223,9 +226,10 @@ static __always_inline bool comm_matches(const char *comm)
 	return true;
 }
 
+/* Whether requests without a submitter are left out. */
 static __always_inline bool filtering_submitter(void)
 {
-	return filter_pid || filter_by_comm;
+	return (filter_pid || filter_by_comm) && !keep_anonymous;
 }
 
 static __always_inline __u8 op_of(__u32 cmd_flags)

@@ -17,11 +17,20 @@ void Fidelity::Order::completed(uint64_t index) {
   any = true;
 }
 
-void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, uint64_t replayed_qd) {
+void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
+                   uint64_t replayed_qd) {
   ++ios_;
   if (replayed.status != 0) ++errors_;
+  recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
+  if (replayed.has_complete()) replayed_busy_.add(replayed.issue_ns, replayed.complete_ns);
   if (timed_) {
     issue_error_.add(static_cast<uint64_t>(std::max<int64_t>(0, issue_rel_ns - io.due_ns)));
+    const int64_t ready = std::max(ready_rel_ns, io.due_ns);
+    if (ready > io.due_ns) {
+      ++held_ios_;
+      held_.add(static_cast<uint64_t>(ready - io.due_ns));
+    }
+    late_.add(static_cast<uint64_t>(std::max<int64_t>(0, issue_rel_ns - ready)));
     if (have_prev_)
       interarrival_error_.add(
           static_cast<uint64_t>(std::llabs((issue_rel_ns - prev_issue_) - (io.due_ns - prev_due_))));
@@ -57,6 +66,14 @@ FidelitySummary Fidelity::summary() const {
   s.issue_error_p50_ns = issue_error_.percentile(50);
   s.issue_error_p99_ns = issue_error_.percentile(99);
   s.issue_error_max_ns = issue_error_.max();
+  s.held_ios = held_ios_;
+  s.held_p99_ns = held_.percentile(99);
+  s.held_max_ns = held_.max();
+  s.late_p50_ns = late_.percentile(50);
+  s.late_p99_ns = late_.percentile(99);
+  s.late_max_ns = late_.max();
+  s.recorded_busy_ns = recorded_busy_.total_ns();
+  s.replayed_busy_ns = replayed_busy_.total_ns();
   s.interarrival_error_p50_ns = interarrival_error_.percentile(50);
   s.interarrival_error_p99_ns = interarrival_error_.percentile(99);
   s.interarrival_error_max_ns = interarrival_error_.max();
@@ -94,6 +111,11 @@ std::string FidelitySummary::text() const {
   if (timed) {
     s += fmt::format("issue err  p50 {}  p99 {}  max {}\n", us(issue_error_p50_ns), us(issue_error_p99_ns),
                      us(issue_error_max_ns));
+    s += fmt::format("held back  {} IOs ({:.1f}%) waited for the IOs before them (a slower target)  p99 {}  max {}\n",
+                     held_ios, ios ? 100.0 * static_cast<double>(held_ios) / static_cast<double>(ios) : 0.0,
+                     us(held_p99_ns), us(held_max_ns));
+    s += fmt::format("late       p50 {}  p99 {}  max {} (the replayer's own delay once an IO could go)\n",
+                     us(late_p50_ns), us(late_p99_ns), us(late_max_ns));
     s += fmt::format("gap err    p50 {}  p99 {}  max {}\n", us(interarrival_error_p50_ns),
                      us(interarrival_error_p99_ns), us(interarrival_error_max_ns));
     s += fmt::format("span       intended {:.6f} s  replayed {:.6f} s\n", intended_span_ns / 1e9,
@@ -101,6 +123,10 @@ std::string FidelitySummary::text() const {
   } else {
     s += fmt::format("span       replayed {:.6f} s\n", replayed_span_ns / 1e9);
   }
+  if (recorded_busy_ns > 0 && replayed_busy_ns > 0)
+    s += fmt::format("busy       recorded {:.6f} s  replayed {:.6f} s  (target/recording {:.3f})\n",
+                     recorded_busy_ns / 1e9, replayed_busy_ns / 1e9,
+                     static_cast<double>(replayed_busy_ns) / static_cast<double>(recorded_busy_ns));
   s += fmt::format("QD rec     mean {:.2f}  {}\n", recorded_qd_mean, percents(recorded_qd, ios));
   s += fmt::format("QD replay  mean {:.2f}  {}\n", replayed_qd_mean, percents(replayed_qd, ios));
   s += fmt::format("reorders   recorded {}  replayed {}\n", recorded_reorders, replayed_reorders);
@@ -117,6 +143,8 @@ std::vector<std::pair<std::string, std::string>> FidelitySummary::metadata() con
       {"fidelity.recorded_qd_buckets", fmt::format("{}", fmt::join(recorded_qd, ","))},
       {"fidelity.replayed_qd_buckets", fmt::format("{}", fmt::join(replayed_qd, ","))},
       {"fidelity.recorded_reorders", std::to_string(recorded_reorders)},
+      {"fidelity.recorded_busy_ns", std::to_string(recorded_busy_ns)},
+      {"fidelity.replayed_busy_ns", std::to_string(replayed_busy_ns)},
       {"fidelity.replayed_reorders", std::to_string(replayed_reorders)},
   };
   if (timed) {
@@ -127,6 +155,12 @@ std::vector<std::pair<std::string, std::string>> FidelitySummary::metadata() con
     m.emplace_back("fidelity.interarrival_error_p99_ns", std::to_string(interarrival_error_p99_ns));
     m.emplace_back("fidelity.interarrival_error_max_ns", std::to_string(interarrival_error_max_ns));
     m.emplace_back("fidelity.intended_span_ns", std::to_string(intended_span_ns));
+    m.emplace_back("fidelity.held_ios", std::to_string(held_ios));
+    m.emplace_back("fidelity.held_p99_ns", std::to_string(held_p99_ns));
+    m.emplace_back("fidelity.held_max_ns", std::to_string(held_max_ns));
+    m.emplace_back("fidelity.late_p50_ns", std::to_string(late_p50_ns));
+    m.emplace_back("fidelity.late_p99_ns", std::to_string(late_p99_ns));
+    m.emplace_back("fidelity.late_max_ns", std::to_string(late_max_ns));
   }
   return m;
 }

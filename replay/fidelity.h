@@ -2,7 +2,12 @@
 // measures of REFERENCE-style replay studies). Fed one IO at a time, in issue
 // order, with bounded state.
 //
-// - issue-time error (original timing): replayed issue minus due time;
+// - issue-time error (original timing): replayed issue minus due time, split
+//   into the time the queue-depth rule held the IO back (it was due, but the
+//   IOs it waits for had not completed: the target was slower than the
+//   recording) and the replayer's own lateness (ready, not yet submitted);
+// - busy time (union of issue-to-completion intervals), recorded and
+//   replayed: how much slower or faster the target was;
 // - inter-arrival error: |replayed gap - intended gap| between consecutive IOs;
 // - queue depth at issue, recorded and replayed, in the review buckets;
 // - reorder count (RFC 4737 Type-P-Reordered) of completions against issue
@@ -29,6 +34,10 @@ struct FidelitySummary {
   bool timed = false;  // original timing: issue-time errors are meaningful
   uint64_t ios = 0, errors = 0;
   uint64_t issue_error_p50_ns = 0, issue_error_p99_ns = 0, issue_error_max_ns = 0;
+  uint64_t held_ios = 0;  // IOs the queue-depth rule held back past their due time
+  uint64_t held_p99_ns = 0, held_max_ns = 0;
+  uint64_t late_p50_ns = 0, late_p99_ns = 0, late_max_ns = 0;  // the replayer's own delay
+  int64_t recorded_busy_ns = 0, replayed_busy_ns = 0;
   uint64_t interarrival_error_p50_ns = 0, interarrival_error_p99_ns = 0, interarrival_error_max_ns = 0;
   int64_t intended_span_ns = 0;  // due time of the last IO (original timing)
   int64_t replayed_span_ns = 0;  // replayed issue time of the last IO
@@ -45,8 +54,11 @@ class Fidelity {
   explicit Fidelity(bool timed) : timed_(timed) {}
   // `replayed`: the result IO (issue/complete on the replay clock);
   // `issue_rel_ns`: its issue time relative to the replay start;
+  // `ready_rel_ns`: when the queue-depth rule let it go (its due time if
+  // nothing held it back), relative to the replay start;
   // `replayed_qd`: the IOs in flight when it was submitted, itself included.
-  void add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, uint64_t replayed_qd);
+  void add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
+           uint64_t replayed_qd);
   // Completion order of the replay, as IOs complete; it shares no state with
   // add(), so the two may run on different threads.
   void completed(uint64_t source_index);
@@ -79,7 +91,9 @@ class Fidelity {
 
   bool timed_;
   uint64_t ios_ = 0, errors_ = 0;
-  analysis::LogLinearHistogram issue_error_, interarrival_error_;
+  analysis::LogLinearHistogram issue_error_, interarrival_error_, held_, late_;
+  uint64_t held_ios_ = 0;
+  analysis::BusyTime recorded_busy_, replayed_busy_;
   Depths recorded_qd_, replayed_qd_;
   bool have_prev_ = false;
   int64_t prev_due_ = 0, prev_issue_ = 0, last_due_ = 0, last_issue_ = 0;

@@ -119,6 +119,7 @@ std::string describe(const ReplayOptions& o) {
   if (o.window_start_ns || o.window_end_ns)
     s += fmt::format(" window={}ns..{}", o.window_start_ns,
                      o.window_end_ns ? fmt::format("{}ns", *o.window_end_ns) : std::string());
+  if (o.prefill != Prefill::kNone) s += o.prefill == Prefill::kReads ? " prefill=reads" : " prefill=full";
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";
   return s;

@@ -22,6 +22,20 @@ enum class Fit {
 
 enum class EventTime { kIssue, kQueue };
 
+// Which clock times the result's IOs.
+enum class Times {
+  kAuto,    // the device's where it can be observed (BPF), else the replayer's, with a warning
+  kDevice,  // the device's, or refuse to start
+  kUser,    // the replayer's: submission to reap, host overhead included
+};
+
+// What is written before the timed replay, so that reads find data.
+enum class Prefill {
+  kNone,
+  kReads,  // the ranges the replay reads
+  kFull,   // every byte of every target
+};
+
 struct DataPattern {
   enum class Kind { kRandom, kZero, kCompressible } kind = Kind::kRandom;
   int compress_percent = 0;  // kCompressible: share of every 4 KiB block that is zeroes
@@ -49,6 +63,8 @@ struct ReplayOptions {
   std::vector<DeviceMapEntry> device_map;
   Fit fit = Fit::kFail;
   DataPattern data;
+  Times times = Times::kAuto;
+  Prefill prefill = Prefill::kNone;
   bool allow_write = false;
   bool force = false;
   bool dry_run = false;

@@ -22,7 +22,7 @@ extern "C" void on_interrupt(int) { g_stop.store(true); }
 struct ReplayArgs {
   replay::ReplayOptions o;
   std::string timing = "original", qd = "recorded", max_idle, events = "issue", device_map, fit = "fail",
-              data = "random", window;
+              data = "random", window, times = "auto", prefill = "none";
 };
 
 void run(ReplayArgs& a) {
@@ -41,6 +41,10 @@ void run(ReplayArgs& a) {
   o.fit = a.fit == "wrap" ? replay::Fit::kWrap : a.fit == "scale" ? replay::Fit::kScale : replay::Fit::kFail;
   o.data = replay::parse_data(a.data);
   if (!a.window.empty()) replay::parse_window(a.window, o);
+  o.times = a.times == "device" ? replay::Times::kDevice : a.times == "user" ? replay::Times::kUser : replay::Times::kAuto;
+  o.prefill = a.prefill == "reads" ? replay::Prefill::kReads
+              : a.prefill == "full" ? replay::Prefill::kFull
+                                    : replay::Prefill::kNone;
   const bool tty = ::isatty(STDERR_FILENO);
 
   replay::Prepared p = replay::prepare_replay(o);
@@ -65,7 +69,15 @@ void run(ReplayArgs& a) {
     };
   const replay::Outcome out = replay::run_replay(p, g_stop, show);
   if (tty) fmt::print(stderr, "\n");
+  if (!out.device_times && o.times == replay::Times::kAuto)
+    fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
+                       "overhead included), not the device's: {}\n", out.user_times_reason);
   fmt::print("{}", out.fidelity.text());
+  fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
+                                                  : "user (replayer: submission to reap)");
+  if (out.ios)
+    fmt::print("cpu        replayer {:.0f} ns per IO; host {:.1f}% busy\n",
+               static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
   if (out.interrupted) throw ExitCode{g_stop.load() ? 130 : 3};
@@ -103,6 +115,17 @@ void add_replay_command(CLI::App& app) {
       ->check(CLI::IsMember({"fail", "wrap", "scale"}))
       ->capture_default_str();
   sub->add_option("--data", a->data, "Write data: random (incompressible), zero, compress:PCT (PCT% zeroes)")
+      ->capture_default_str();
+  sub->add_option("--times", a->times, "Clock of the result's IO times. device: the block layer's issue and "
+                                       "completion, as a recording has them (needs BPF: root); user: the "
+                                       "replayer's submission and reap; auto: device where possible, else user "
+                                       "with a warning")
+      ->check(CLI::IsMember({"auto", "device", "user"}))
+      ->capture_default_str();
+  sub->add_option("--prefill", a->prefill, "Before the timed replay, write what it will read (reads) or every "
+                                           "byte of the targets (full) with the --data pattern, so that reads "
+                                           "find data; needs --allow-write")
+      ->check(CLI::IsMember({"none", "reads", "full"}))
       ->capture_default_str();
   sub->add_flag("--allow-write", a->o.allow_write, "Let writes, discards and write-zeroes change the target");
   sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");

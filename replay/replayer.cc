@@ -1,6 +1,8 @@
 #include "replay/replayer.h"
 
 #include <openssl/evp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 
 #include "replay/batch_queue.h"
 #include "replay/dependency.h"
+#include "replay/device_times.h"
 #include "replay/engine.h"
 #include "traces/error.h"
 #include "traces/reader.h"
@@ -128,7 +131,8 @@ namespace {
 // it: the replay loop copies one small record per IO, not two.
 struct Slot {
   ReplayIo io;
-  int64_t issue_ns = 0;
+  int64_t ready_ns = 0;  // when the queue-depth rule and the schedule let it go
+  int64_t issue_ns = 0;  // submitted
   int64_t complete_ns = kNoTime;
   int32_t status = 0;
   uint32_t qd = 0;  // IOs in flight when it was submitted, itself included
@@ -136,10 +140,16 @@ struct Slot {
 };
 
 constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished one and the newest
-constexpr int64_t kSpinNs = 150'000;       // sleep until this close to a deadline, then spin
+// With IOs in flight, poll this long for a completion before sleeping: on
+// this kind of VM a sleeping thread takes 10-20 us to wake, longer than a
+// fast device's whole service time, and the replay would fall behind the
+// recording at queue depth 1 (measured: 20 us keeps a QD1 capture's duration,
+// 5-10 us does not).
+constexpr int64_t kPollNs = 20'000;
 constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
 
-v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256) {
+v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256, const DeviceTimes* device,
+                              const std::string& user_times_reason) {
   v1::TraceHeader h;
   h.set_creator("iotape");
   h.set_creator_version(kVersion);
@@ -163,6 +173,13 @@ v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha25
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
   m["replay.version"] = kVersion;
+  if (device) {
+    m["replay.times"] = "device";
+    m["replay.times_devices"] = device->describe();
+  } else {
+    m["replay.times"] = "user";
+    if (!user_times_reason.empty()) m["replay.times_reason"] = user_times_reason;
+  }
   return h;
 }
 
@@ -187,10 +204,13 @@ class Incoming {
   size_t pos_ = 0;
 };
 
-// The result trace's record of a finished IO.
-Io result_io(const Slot& s) {
+// The result trace's record of a finished IO, on the replayer's clock: the
+// submission as issue (user times) or as queue time (for DeviceTimes to add
+// the device's issue and completion).
+Io result_io(const Slot& s, bool device_times) {
   Io r;
   r.issue_ns = s.issue_ns;
+  if (device_times) r.queue_ns = s.issue_ns;
   r.complete_ns = s.complete_ns;
   r.offset = s.io.offset;
   r.length = s.io.length;
@@ -201,6 +221,39 @@ Io result_io(const Slot& s) {
   r.source_index = static_cast<int64_t>(s.io.source_index);
   return r;
 }
+
+int64_t cpu_ns(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000'000LL +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1'000LL;
+}
+
+// All CPUs' busy and total time so far, from /proc/stat's first line.
+std::pair<uint64_t, uint64_t> host_cpu_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {};
+  in >> cpu;
+  for (auto& x : v) in >> x;
+  const uint64_t idle = v[3] + v[4];
+  uint64_t total = 0;
+  for (auto x : v) total += x;
+  return {total - idle, total};
+}
+
+// Sleeps in the replay loop end on time instead of up to the timer slack
+// (50 us by default) late; restored when the replay ends.
+class PreciseTimers {
+ public:
+  PreciseTimers() : old_(::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) { ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0); }
+  ~PreciseTimers() {
+    if (old_ > 0) ::prctl(PR_SET_TIMERSLACK, old_, 0, 0, 0);
+  }
+
+ private:
+  int old_;
+};
 
 }  // namespace
 
@@ -224,10 +277,22 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   Fidelity fidelity(o.timing == Timing::kOriginal);
   Outcome out;
   const std::string sha = sha256_files(o.traces);
+  std::unique_ptr<DeviceTimes> device;
+  if (o.times != Times::kUser) {
+    try {
+      device = std::make_unique<DeviceTimes>(p.targets);
+    } catch (const std::exception& e) {
+      if (o.times == Times::kDevice) throw TraceError(std::string("cannot time the replay at the device: ") + e.what());
+      out.user_times_reason = e.what();
+    }
+  }
+  out.device_times = device != nullptr;
   WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;
-  TraceWriter writer(o.result, result_header(p, sha), wo);
+  // The device may issue IOs in another order than they were submitted.
+  if (device) wo.reorder_window_ns = 100'000'000;
+  TraceWriter writer(o.result, result_header(p, sha, device.get(), out.user_times_reason), wo);
 
   // Decoding the source and encoding the result run on their own threads.
   BatchQueue<ReplayIo> incoming_q(8);
@@ -251,12 +316,16 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   std::thread writer_thread([&] {
     try {
       std::vector<Slot> batch;
-      while (finished_q.pop(batch))
-        for (const Slot& s : batch) {
-          const Io r = result_io(s);
-          writer.append(r);
-          fidelity.add(s.io, r, s.issue_ns - start, s.qd);
+      std::vector<Io> results;
+      while (finished_q.pop(batch)) {
+        results.clear();
+        for (const Slot& s : batch) results.push_back(result_io(s, device != nullptr));
+        if (device) device->join(results);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          writer.append(results[i]);
+          fidelity.add(batch[i].io, results[i], batch[i].issue_ns - start, batch[i].ready_ns - start, batch[i].qd);
         }
+      }
     } catch (...) {
       writer_error = std::current_exception();
       finished_q.close();
@@ -281,8 +350,13 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   uint64_t next_seq = 0, head = 0, in_flight = 0;
   ReplayIo next;
   bool have_next = incoming.next(next);
+  bool next_held = false;  // the queue-depth rule held `next` back
+  PreciseTimers precise;
+  const int64_t cpu_start = cpu_ns(RUSAGE_SELF);
+  const auto host_start = host_cpu_ticks();
   // The schedule starts once everything is set up and the first IOs are decoded.
   start = monotonic_ns() + kStartLeadNs;
+  int64_t last_reap = start;  // when completions last freed the queue
   writer.set_metadata("replay.start_ns", std::to_string(start));
   int64_t drained_at = start;  // when the replay last had nothing in flight
   std::vector<UringEngine::Completion> done;
@@ -300,6 +374,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     pending.clear();
   };
 
+  int64_t pending_rec_time = 0;  // the recorded time of the IOs in `pending`
   while (have_next || in_flight > 0) {
     if (have_next && (stop.load(std::memory_order_relaxed) || out.interrupted)) {
       out.interrupted = true;
@@ -308,8 +383,10 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     int64_t now = monotonic_ns();
     int64_t wake = INT64_MAX;  // when the next IO becomes due
     while (have_next) {
-      if (next_seq - head == kSlots || in_flight >= limit) break;
-      if (o.qd == 0 && !deps.ready(next.rec_time_ns, is_done)) break;
+      if (next_seq - head == kSlots || in_flight >= limit || (o.qd == 0 && !deps.ready(next.rec_time_ns, is_done))) {
+        next_held = true;
+        break;
+      }
       int64_t due = start;
       if (o.timing == Timing::kOriginal) {
         due = start + next.due_ns;
@@ -321,21 +398,23 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         wake = due;
         break;
       }
+      // IOs recorded at the same instant (a plug or a batch flushed at once)
+      // reach the device in one submission, as they did when recorded; an IO
+      // recorded later sends the earlier ones on first, so the device starts
+      // on them while it is prepared.
+      if (!pending.empty() && next.rec_time_ns != pending_rec_time) submit_pending();
       // Nothing is reaped until the submission, so the IOs counted here are
       // exactly those in flight when it is submitted.
-      slots[next_seq % kSlots] = Slot{.io = next, .qd = static_cast<uint32_t>(in_flight + 1)};
+      const int64_t ready = next_held ? std::max(due, last_reap) : due;
+      slots[next_seq % kSlots] = Slot{.io = next, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight + 1)};
+      next_held = false;
       engine.prepare(next, next_seq);
       pending.push_back(next_seq);
+      pending_rec_time = next.rec_time_ns;
       if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
       ++next_seq;
       ++in_flight;
-      const int64_t recorded_at = next.rec_time_ns;
       have_next = incoming.next(next);
-      // IOs recorded at the same instant (a plug or a batch flushed at once)
-      // reach the device in one submission, as they did when recorded; any
-      // other IO goes at once, so the device starts on it while the next one
-      // is prepared.
-      if (!have_next || next.rec_time_ns != recorded_at) submit_pending();
     }
     submit_pending();
 
@@ -347,6 +426,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     engine.reap(done);
     if (!done.empty()) {
       now = monotonic_ns();
+      last_reap = now;
       for (const auto& c : done) {
         Slot& s = slots[c.tag % kSlots];
         s.done = true;
@@ -372,13 +452,20 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     }
 
     if (in_flight == 0 && wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
-    if (wake == INT64_MAX || wake - now > kSpinNs)
-      engine.wait(wake == INT64_MAX ? now + 100'000'000 : wake - kSpinNs);
+    // With IOs in flight and nothing due, the next completion is the next
+    // event: wait for it without a timer (a signal interrupts the wait).
+    engine.wait(wake == INT64_MAX ? (in_flight > 0 ? INT64_MAX : now + 100'000'000) : wake,
+                in_flight > 0 ? kPollNs : 0);
   }
 
   // The replay lasted until its last completion; encoding what is left of the
   // result is not part of it.
   out.duration_ns = monotonic_ns() - start;
+  out.cpu_ns = cpu_ns(RUSAGE_SELF) - cpu_start;
+  const auto host_end = host_cpu_ticks();
+  if (host_end.second > host_start.second)
+    out.host_cpu_busy = static_cast<double>(host_end.first - host_start.first) /
+                        static_cast<double>(host_end.second - host_start.second);
   if (!finished.empty()) finished_q.push(finished);
   finished_q.close();
   writer_thread.join();
@@ -389,6 +476,17 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   out.errors = out.fidelity.errors;
   writer.set_metadata("replay.interrupted", out.interrupted ? "true" : "false");
   writer.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
+  writer.set_metadata("replay.cpu_ns", std::to_string(out.cpu_ns));
+  writer.set_metadata("replay.host_cpu_busy", fmt::format("{:.4f}", out.host_cpu_busy));
+  if (device) {
+    out.device = device->stats();
+    writer.set_metadata("replay.device_timed_ios", std::to_string(out.device.timed));
+    writer.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));
+    writer.set_metadata("replay.device_split_ios", std::to_string(out.device.split));
+    writer.set_metadata("replay.device_merged_ios", std::to_string(out.device.merged));
+    writer.set_metadata("replay.device_unclaimed_requests", std::to_string(out.device.unclaimed_requests));
+    writer.set_metadata("replay.device_dropped_events", std::to_string(out.device.dropped));
+  }
   for (const auto& [k, v] : out.fidelity.metadata()) writer.set_metadata(k, v);
   writer.close();
   return out;

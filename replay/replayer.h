@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/device_times.h"
 #include "replay/fidelity.h"
 #include "replay/options.h"
 #include "replay/schedule.h"
@@ -46,6 +47,11 @@ struct Outcome {
   int64_t duration_ns = 0;
   bool interrupted = false;  // `stop` was set or --stop-on-error hit an error
   FidelitySummary fidelity;
+  bool device_times = false;       // the result's times are the device's (else the replayer's)
+  std::string user_times_reason;   // why not, when Times::kAuto fell back
+  DeviceTimesStats device;
+  int64_t cpu_ns = 0;              // the replay's own CPU time (all its threads, user + system)
+  double host_cpu_busy = 0;        // share of all CPUs' time that was busy during the replay
 };
 
 // Replays; `stop` ends the run cleanly (no new IOs, in-flight ones drain, the

@@ -280,7 +280,7 @@ TEST_CASE("replay fidelity: the recorded queue depth as analysis::QueueDepth cou
     io.source_index = i;
     io.rec_time_ns = t;
     io.rec_complete_ns = rng() % 10 == 0 ? t : t + static_cast<int64_t>(rng() % 40) * 1000;
-    fidelity.add(io, Io{}, 0, 1);
+    fidelity.add(io, Io{}, 0, 0, 1);
     Io rec;
     rec.issue_ns = io.rec_time_ns;
     rec.complete_ns = io.rec_complete_ns;

@@ -1,0 +1,289 @@
+#include "replay/device_times.h"
+
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "capture/backend.h"
+
+namespace iotape::replay {
+namespace {
+
+// Slack for the conversion between the two clocks (measured to well under a
+// microsecond) when asking whether a request completed between an IO's
+// submission and its reap.
+constexpr int64_t kClockSlackNs = 20'000;
+
+int64_t clock_ns(clockid_t c) {
+  timespec ts;
+  ::clock_gettime(c, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+// CLOCK_BOOTTIME - CLOCK_MONOTONIC, from the tightest of a few paired reads.
+int64_t boot_minus_monotonic() {
+  int64_t best_width = INT64_MAX, offset = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int64_t a = clock_ns(CLOCK_MONOTONIC), b = clock_ns(CLOCK_BOOTTIME), c = clock_ns(CLOCK_MONOTONIC);
+    if (c - a < best_width) best_width = c - a, offset = b - (a + (c - a) / 2);
+  }
+  return offset;
+}
+
+// Bytes from the whole disk's start to the partition MAJ:MIN (0 for a disk).
+uint64_t partition_start(uint32_t major, uint32_t minor) {
+  std::ifstream in(fmt::format("/sys/dev/block/{}:{}/start", major, minor));
+  uint64_t sectors = 0;
+  return in >> sectors ? sectors * 512 : 0;
+}
+
+// A stretch of a target that lies contiguously on its device.
+struct Extent {
+  uint64_t logical, physical, length;
+};
+
+std::vector<Extent> file_extents(const Target& t, uint64_t base) {
+  std::vector<Extent> out;
+  constexpr unsigned kBatch = 512;
+  std::vector<char> buf(sizeof(fiemap) + kBatch * sizeof(fiemap_extent));
+  auto* fm = reinterpret_cast<fiemap*>(buf.data());
+  uint64_t start = 0;
+  for (;;) {
+    std::memset(buf.data(), 0, buf.size());
+    fm->fm_start = start;
+    fm->fm_length = FIEMAP_MAX_OFFSET - start;
+    fm->fm_flags = FIEMAP_FLAG_SYNC;
+    fm->fm_extent_count = kBatch;
+    if (::ioctl(t.fd, FS_IOC_FIEMAP, fm) != 0)
+      throw std::runtime_error(fmt::format("{}: cannot map the file's extents: {}", t.path, std::strerror(errno)));
+    if (fm->fm_mapped_extents == 0) break;
+    bool last = false;
+    for (unsigned i = 0; i < fm->fm_mapped_extents; ++i) {
+      const fiemap_extent& e = fm->fm_extents[i];
+      const uint32_t unplaced = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_ENCODED |
+                                FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_NOT_ALIGNED;
+      if (!(e.fe_flags & unplaced)) out.push_back({e.fe_logical, base + e.fe_physical, e.fe_length});
+      start = e.fe_logical + e.fe_length;
+      last = e.fe_flags & FIEMAP_EXTENT_LAST;
+    }
+    if (last) break;
+  }
+  return out;
+}
+
+// A request, or what is left of one after IOs claimed parts of it.
+struct Piece {
+  uint64_t end;  // bytes; the start is the map key
+  int64_t issue, complete;
+  bool remainder;  // part of a request that already served another IO
+};
+
+}  // namespace
+
+struct DeviceTimes::State {
+  const std::vector<Target>& targets;
+  std::vector<capture::BlockDevice> devices;
+  std::vector<uint32_t> device_of;            // by target: index into devices
+  std::vector<std::vector<Extent>> extents;   // by target, sorted by logical offset
+  std::unique_ptr<capture::Backend> backend;
+  int64_t offset = 0;  // boottime - monotonic
+  uint32_t pid = 0;
+  // By device: ranged requests by start byte; requests without a range.
+  std::vector<std::multimap<uint64_t, Piece>> ranged;
+  std::vector<std::deque<Piece>> rangeless;
+  DeviceTimesStats stats;
+
+  explicit State(const std::vector<Target>& t) : targets(t) {}
+
+  void add(const Io& r) {
+    if ((r.pid && r.pid != pid) || !r.has_complete() || r.device >= devices.size()) return;
+    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false};
+    if (r.length > 0 && r.op != Op::kFlush)
+      ranged[r.device].emplace(r.offset, p);
+    else
+      rangeless[r.device].push_back(p);
+  }
+
+  // Claims the requests that served [a, b) on `dev` and completed within
+  // [lo, hi]; widens [first, last] by their times. Returns the parts found.
+  int claim_range(uint32_t dev, uint64_t a, uint64_t b, int64_t lo, int64_t hi, int64_t& first, int64_t& last,
+                  bool& merged) {
+    auto& m = ranged[dev];
+    int parts = 0;
+    uint64_t pos = a;
+    while (pos < b) {
+      // The piece covering `pos` that completed first: among the few pieces
+      // starting at or before it (several only while one range is in flight twice).
+      auto it = m.upper_bound(pos);
+      auto best = m.end();
+      for (int k = 0; k < 16 && it != m.begin(); ++k) {
+        --it;
+        const Piece& p = it->second;
+        if (p.end > pos && p.complete >= lo && p.complete <= hi &&
+            (best == m.end() || p.complete < best->second.complete))
+          best = it;
+      }
+      if (best == m.end()) break;
+      const uint64_t start = best->first;
+      const Piece p = best->second;
+      m.erase(best);
+      const uint64_t end = std::min(p.end, b);
+      // What the IO does not cover stays for the IOs that merged with it.
+      if (start < pos) m.emplace(start, Piece{pos, p.issue, p.complete, true});
+      if (p.end > b) m.emplace(b, Piece{p.end, p.issue, p.complete, true});
+      merged |= p.remainder || start < pos || p.end > b;
+      first = std::min(first, p.issue);
+      last = std::max(last, p.complete);
+      ++parts;
+      pos = end;
+    }
+    return parts;
+  }
+
+  int claim_flushes(uint32_t dev, int64_t lo, int64_t hi, int64_t& first, int64_t& last) {
+    int parts = 0;
+    auto& q = rangeless[dev];
+    for (auto it = q.begin(); it != q.end();) {
+      if (it->issue >= lo && it->complete <= hi) {
+        first = std::min(first, it->issue);
+        last = std::max(last, it->complete);
+        ++parts;
+        it = q.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return parts;
+  }
+
+  void time(Io& io) {
+    const int64_t submit = io.queue_ns;
+    const int64_t lo = submit - kClockSlackNs;
+    const int64_t hi = io.has_complete() ? io.complete_ns + kClockSlackNs : INT64_MAX;
+    const uint32_t dev = device_of[io.device];
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    int parts = 0;
+    bool merged = false;
+    if (io.length > 0 && io.op != Op::kFlush && io.op != Op::kOther) {
+      const auto& ext = extents[io.device];
+      auto e = std::upper_bound(ext.begin(), ext.end(), io.offset,
+                                [](uint64_t off, const Extent& x) { return off < x.logical; });
+      if (e != ext.begin()) --e;
+      for (uint64_t pos = io.offset; pos < io.end() && e != ext.end(); ++e) {
+        if (e->logical + e->length <= pos) continue;
+        if (e->logical > pos) pos = e->logical;  // a hole: nothing reaches the device there
+        if (pos >= io.end()) break;
+        const uint64_t stop = std::min(io.end(), e->logical + e->length);
+        const uint64_t phys = e->physical + (pos - e->logical);
+        parts += claim_range(dev, phys, phys + (stop - pos), lo, hi, first, last, merged);
+        pos = stop;
+      }
+    }
+    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua)))
+      parts += claim_flushes(dev, lo, hi, first, last);
+    if (parts == 0) {
+      io.issue_ns = submit;
+      io.complete_ns = kNoTime;
+      ++stats.untimed;
+      return;
+    }
+    io.issue_ns = first;
+    io.complete_ns = last;
+    ++stats.timed;
+    stats.split += parts > 1;
+    stats.merged += merged;
+  }
+
+  // Requests that completed before `before` can serve no later IO.
+  void forget(int64_t before) {
+    for (auto& m : ranged)
+      for (auto it = m.begin(); it != m.end();) {
+        if (it->second.complete < before) {
+          stats.unclaimed_requests += !it->second.remainder;
+          it = m.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    for (auto& q : rangeless)
+      for (auto it = q.begin(); it != q.end();) {
+        if (it->complete < before) {
+          ++stats.unclaimed_requests;
+          it = q.erase(it);
+        } else {
+          ++it;
+        }
+      }
+  }
+};
+
+DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_unique<State>(targets)) {
+  State& s = *s_;
+  for (const Target& t : targets) {
+    if (!t.direct) throw std::runtime_error(t.path + " is not opened with O_DIRECT: the page cache serves its IOs");
+    if (!t.block && t.dev_major == 0)
+      throw std::runtime_error(t.path + ": its filesystem is on no block device");
+    capture::BlockDevice disk;
+    try {
+      disk = capture::resolve_device(fmt::format("{}:{}", t.dev_major, t.dev_minor));
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("{}: its device {}:{} is not a block device", t.path, t.dev_major,
+                                           t.dev_minor));
+    }
+    if (!disk.request_based)
+      throw std::runtime_error(t.path + ": " + disk.name + " is bio-based and shows no block requests");
+    uint32_t index = 0;
+    while (index < s.devices.size() && (s.devices[index].major != disk.major || s.devices[index].minor != disk.minor))
+      ++index;
+    if (index == s.devices.size()) s.devices.push_back(disk);
+    s.device_of.push_back(index);
+    const uint64_t base = partition_start(t.dev_major, t.dev_minor);
+    s.extents.push_back(t.block ? std::vector<Extent>{{0, base, t.size}} : file_extents(t, base));
+  }
+  s.pid = static_cast<uint32_t>(::getpid());
+  capture::BackendOptions bo;
+  bo.devices = s.devices;
+  bo.pid = s.pid;
+  bo.keep_anonymous = true;
+  s.backend = capture::make_ebpf_backend(bo);
+  s.ranged.resize(s.devices.size());
+  s.rangeless.resize(s.devices.size());
+  s.offset = boot_minus_monotonic();
+}
+
+DeviceTimes::~DeviceTimes() = default;
+
+void DeviceTimes::join(std::vector<Io>& ios) {
+  State& s = *s_;
+  const capture::IoSink sink = [&s](const Io& r) { s.add(r); };
+  s.backend->poll(0, sink);
+  for (Io& io : ios) s.time(io);
+  if (!ios.empty()) s.forget(ios.back().queue_ns - kClockSlackNs);
+}
+
+std::string DeviceTimes::describe() const {
+  std::vector<std::string> names;
+  for (const auto& d : s_->devices) names.push_back(fmt::format("{} ({}:{})", d.name, d.major, d.minor));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+DeviceTimesStats DeviceTimes::stats() const {
+  DeviceTimesStats st = s_->stats;
+  st.dropped = s_->backend->dropped();
+  return st;
+}
+
+}  // namespace iotape::replay
