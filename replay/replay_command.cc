@@ -62,6 +62,12 @@ void run(ReplayArgs& a) {
   std::function<void(const replay::Progress&)> show;
   if (tty)
     show = [](const replay::Progress& pr) {
+      if (pr.prefill_total) {
+        fmt::print(stderr, "\rprefill {}/{} MiB ({:.1f}%)   ", pr.prefill_done >> 20, pr.prefill_total >> 20,
+                   100.0 * static_cast<double>(pr.prefill_done) / static_cast<double>(pr.prefill_total));
+        std::fflush(stderr);
+        return;
+      }
       fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {} errors   ", pr.elapsed_ns / 1e9, pr.completed,
                  pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
                  pr.errors);
@@ -72,6 +78,8 @@ void run(ReplayArgs& a) {
   if (!out.device_times && o.times == replay::Times::kAuto)
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
                        "overhead included), not the device's: {}\n", out.user_times_reason);
+  if (o.prefill != replay::Prefill::kNone)
+    fmt::print("prefill    {} bytes written before the replay\n", out.prefilled_bytes);
   fmt::print("{}", out.fidelity.text());
   fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
                                                   : "user (replayer: submission to reap)");

@@ -12,12 +12,14 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "replay/batch_queue.h"
 #include "replay/dependency.h"
 #include "replay/device_times.h"
 #include "replay/engine.h"
+#include "replay/prefill.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 #include "traces/version.h"
@@ -82,8 +84,10 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                    fmt::join(problems, "; ")));
     for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
   }
-  const bool writes = p.plan.writes();
-  if (writes && !o.allow_write && !o.dry_run)
+  if (o.prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
+    throw TraceError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
+  const bool writes = p.plan.writes() || o.prefill != Prefill::kNone;
+  if (p.plan.writes() && !o.allow_write && !o.dry_run)
     throw TraceError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
                                  "to let it change the contents of {}",
                                  p.plan.by_op[static_cast<int>(Op::kWrite)],
@@ -267,6 +271,34 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         d < static_cast<size_t>(reader.header().devices_size()) ? reader.header().devices(static_cast<int>(d)).size_bytes() : 0;
     source_size[d] = header_size ? header_size : p.plan.device_end[d];
   }
+  Outcome out;
+  if (o.prefill != Prefill::kNone) {
+    // Before anything is timed or observed: the prefill is not part of the result.
+    std::optional<ReadFootprint> footprint;
+    if (o.prefill == Prefill::kReads) {
+      footprint.emplace(p.targets);
+      TraceReader source(o.traces);
+      DeviceMap source_map(source.header(), p.targets.size(), o);
+      Placement source_placement(source_map, p.targets, o.fit, source_size);
+      Schedule reads(source, source_placement, o);
+      ReplayIo io;
+      while (reads.next(io))
+        if (io.op == Op::kRead) footprint->add(io.target, io.offset, io.length);
+    }
+    std::function<void(const PrefillProgress&)> shown;
+    if (progress)
+      shown = [&](const PrefillProgress& pp) {
+        Progress pr;
+        pr.prefill_done = pp.done_bytes;
+        pr.prefill_total = pp.total_bytes;
+        progress(pr);
+      };
+    out.prefilled_bytes = prefill(p.targets, footprint ? &*footprint : nullptr, o.data, stop, shown);
+    if (stop.load()) {
+      out.interrupted = true;
+      return out;
+    }
+  }
   Placement placement(map, p.targets, o.fit, std::move(source_size));
   Schedule schedule(reader, placement, o);
 
@@ -275,7 +307,6 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   std::vector<Slot> slots(kSlots);
   DependencyTracker deps;
   Fidelity fidelity(o.timing == Timing::kOriginal);
-  Outcome out;
   const std::string sha = sha256_files(o.traces);
   std::unique_ptr<DeviceTimes> device;
   if (o.times != Times::kUser) {
@@ -488,6 +519,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     writer.set_metadata("replay.device_dropped_events", std::to_string(out.device.dropped));
   }
   for (const auto& [k, v] : out.fidelity.metadata()) writer.set_metadata(k, v);
+  if (o.prefill != Prefill::kNone) writer.set_metadata("replay.prefilled_bytes", std::to_string(out.prefilled_bytes));
   writer.close();
   return out;
 }

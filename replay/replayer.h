@@ -39,6 +39,7 @@ std::string describe_plan(const Prepared& p);
 struct Progress {
   uint64_t issued = 0, completed = 0, errors = 0, planned = 0;
   int64_t elapsed_ns = 0;
+  uint64_t prefill_done = 0, prefill_total = 0;  // bytes, while --prefill runs (then nothing else is set)
 };
 
 struct Outcome {
@@ -50,6 +51,7 @@ struct Outcome {
   bool device_times = false;       // the result's times are the device's (else the replayer's)
   std::string user_times_reason;   // why not, when Times::kAuto fell back
   DeviceTimesStats device;
+  uint64_t prefilled_bytes = 0;    // --prefill, before the timed replay
   int64_t cpu_ns = 0;              // the replay's own CPU time (all its threads, user + system)
   double host_cpu_busy = 0;        // share of all CPUs' time that was busy during the replay
 };
