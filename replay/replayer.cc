@@ -302,8 +302,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   Placement placement(map, p.targets, o.fit, std::move(source_size));
   Schedule schedule(reader, placement, o);
 
-  const uint32_t limit = o.qd ? o.qd : o.max_in_flight;
-  UringEngine engine(p.targets, p.plan.max_length, limit, o.data);
+
   std::vector<Slot> slots(kSlots);
   DependencyTracker deps;
   Fidelity fidelity(o.timing == Timing::kOriginal);
@@ -318,6 +317,8 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     }
   }
   out.device_times = device != nullptr;
+  const uint32_t limit = o.qd ? o.qd : o.max_in_flight;
+  UringEngine engine(p.targets, p.plan.max_length, limit, o.data);
   WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;

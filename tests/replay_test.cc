@@ -94,6 +94,12 @@ class BlkTrace {
     // Merged requests would hide the IOs that were issued.
     nomerges_ = read_file(sys("queue/nomerges"));
     write_file(sys("queue/nomerges"), "2");
+    // CLOCK_MONOTONIC, the replay's clock; the option file lists the clocks
+    // with the one in use in brackets.
+    const std::string clocks = read_file(kDir + "/trace_clock");
+    const auto open = clocks.find('['), close = clocks.find(']');
+    if (open != std::string::npos && close != std::string::npos) clock_ = clocks.substr(open + 1, close - open - 1);
+    write_file(kDir + "/trace_clock", "mono");
     write_file(kDir + "/buffer_size_kb", "8192");
     write_file(kDir + "/current_tracer", "nop");
     write_file(kDir + "/trace", "");
@@ -104,6 +110,7 @@ class BlkTrace {
     write_file(kDir + "/current_tracer", "nop");
     write_file(sys("trace/enable"), "0");
     write_file(sys("queue/nomerges"), nomerges_);
+    if (!clock_.empty()) write_file(kDir + "/trace_clock", clock_);
     write_file(kDir + "/trace", "");
     if (mounted_) ::umount(kDir.c_str());
   }
@@ -111,6 +118,36 @@ class BlkTrace {
   //   iotape-123 [001] ..... 12.345678:   7,0    D   R 2048 + 8 [iotape]
   std::multiset<std::tuple<char, uint64_t, uint64_t>> issued() const {
     std::multiset<std::tuple<char, uint64_t, uint64_t>> out;
+    for (const Event& e : events())
+      if (e.action == 'D') out.emplace(e.op, e.offset, e.length);
+    return out;
+  }
+
+  // Each request's issue (D) to completion (C), in nanoseconds of the
+  // tracer's clock (printed to the microsecond), matched by op and range.
+  std::vector<std::pair<int64_t, int64_t>> requests() const {
+    std::map<std::tuple<char, uint64_t, uint64_t>, std::queue<int64_t>> issued;
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const Event& e : events()) {
+      const auto key = std::make_tuple(e.op, e.offset, e.length);
+      if (e.action == 'D') {
+        issued[key].push(e.time_ns);
+      } else if (auto it = issued.find(key); it != issued.end() && !it->second.empty()) {
+        out.emplace_back(it->second.front(), e.time_ns);
+        it->second.pop();
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Event {
+    char action, op;
+    uint64_t offset, length;
+    int64_t time_ns;
+  };
+  std::vector<Event> events() const {
+    std::vector<Event> out;
     std::istringstream in(read_file(kDir + "/trace"));
     const std::string devno = std::to_string(dev_.dev_major()) + "," + std::to_string(dev_.dev_minor());
     std::string line;
@@ -119,24 +156,44 @@ class BlkTrace {
       std::vector<std::string> w;
       for (std::string s; f >> s;) w.push_back(s);
       auto it = std::find(w.begin(), w.end(), devno);
-      if (it == w.end() || w.end() - it < 6 || it[1] != "D" || it[4] != "+") continue;
+      if (it == w.end() || it == w.begin() || w.end() - it < 6 || (it[1] != "D" && it[1] != "C") || it[4] != "+")
+        continue;
+      const std::string& stamp = it[-1];  // "12.345678:"
+      const auto dot = stamp.find('.');
+      if (dot == std::string::npos) continue;
+      const int64_t t = std::stoll(stamp.substr(0, dot)) * 1'000'000'000 + std::stoll(stamp.substr(dot + 1, 6)) * 1'000;
       const std::string& rwbs = it[2];
       const char op = rwbs.find('W') != std::string::npos   ? 'W'
                       : rwbs.find('R') != std::string::npos ? 'R'
                       : rwbs.find('D') != std::string::npos ? 'D'
                                                             : 'N';
-      out.emplace(op, std::stoull(it[3]) * 512, std::stoull(it[5]) * 512);
+      out.push_back({it[1][0], op, std::stoull(it[3]) * 512, std::stoull(it[5]) * 512, t});
     }
     return out;
   }
 
- private:
   std::string sys(const std::string& f) const { return "/sys/block/" + dev_.name() + "/" + f; }
   inline static const std::string kDir = "/sys/kernel/tracing";
   const LoopDevice& dev_;
   bool mounted_ = false;
-  std::string nomerges_;
+  std::string nomerges_, clock_;
 };
+
+// Length of the union of intervals.
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> v) {
+  std::sort(v.begin(), v.end());
+  int64_t total = 0, start = 0, end = INT64_MIN;
+  for (const auto& [a, b] : v) {
+    if (a > end) {
+      if (end != INT64_MIN) total += end - start;
+      start = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  return end == INT64_MIN ? 0 : total + end - start;
+}
 
 // Runs `undo` when the scope ends, so a failed REQUIRE still unmounts and detaches.
 struct Undo {
@@ -343,7 +400,8 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   std::multiset<std::tuple<char, uint64_t, uint64_t>> seen;
   {
     BlkTrace tracer(loop);
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd 8 --timing afap"));
+    // The replayer's own times: what a replay without BPF gives.
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd 8 --timing afap --times user"));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     seen = tracer.issued();
@@ -367,6 +425,7 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   TraceReader rr(result);
   CHECK(rr.header().source() == v1::SOURCE_REPLAY);
   CHECK(rr.header().metadata().at("replay.source_sha256").size() == 64);
+  CHECK(rr.header().metadata().at("replay.times") == "user");
   CHECK(rr.header().devices(0).size_bytes() == 64 * kMiB);
   const auto& idx = rr.header().metadata();  // a short result: everything is in the header
   CHECK(idx.at("fidelity.ios") == std::to_string(ios.size()));
@@ -417,11 +476,20 @@ TEST_CASE("replay: --qd recorded reproduces the recorded queue depth on a faster
         INFO("bucket " << b << ": recorded " << want[b] << "% replayed " << got[b] << "%");
         CHECK(std::abs(want[b] - got[b]) <= 1.0);
       }
-      // The summary counts each burst's IOs as they were submitted together.
+      // The summary counts each burst's IOs as they were submitted together:
+      // the replayer's queue depth, within a point of the device's.
       TraceReader rr(result);
       const auto& meta = rr.header().metadata();  // a short result: everything is in the header
-      CHECK(meta.at("fidelity.replayed_qd_buckets") == qd_metadata(out).first);
-      CHECK(meta.at("fidelity.replayed_qd_mean") == qd_metadata(out).second);
+      std::istringstream buckets(meta.at("fidelity.replayed_qd_buckets"));
+      const auto device = qd_counts(replayed).first;
+      for (size_t b = 0; b < device.size(); ++b) {
+        uint64_t n = 0;
+        char comma;
+        buckets >> n;
+        buckets >> comma;
+        CHECK(std::abs(static_cast<double>(n) - static_cast<double>(device[b])) <= 0.01 * static_cast<double>(out.size()));
+      }
+      CHECK(std::abs(std::stod(meta.at("fidelity.replayed_qd_mean")) - std::stod(qd_metadata(out).second)) <= 0.1);
     }
   }
 }
@@ -635,4 +703,203 @@ TEST_CASE("multi-device traces go to their targets, --device-map reroutes them",
   CHECK(replay("") == std::pair<uint64_t, uint64_t>{100, 50});
   CHECK(replay("--device-map 8:0=1,1=" + a.path()) == std::pair<uint64_t, uint64_t>{50, 100});
   CHECK(replay("--device-map 1=0") == std::pair<uint64_t, uint64_t>{50, 0});
+}
+
+// The result's times are the block layer's: the busy time `report` computes
+// from them is the union of the request intervals the kernel's blk tracer
+// saw, and each IO's times lie within its request's.
+TEST_CASE("replay results carry the device's issue and completion times", "[root]") {
+  if (!test::require_root("load BPF programs, attach loop devices and use the blk tracer")) return;
+  TempDir dir;
+  LoopDevice loop(64 * kMiB);
+  std::mt19937_64 rng(5);
+  std::vector<Io> ios;
+  int64_t t = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const Op op = i % 3 == 0 ? Op::kWrite : Op::kRead;
+    ios.push_back(make_io(t, op, (rng() % (60 * kMiB)) / 4096 * 4096, 4096ull << (rng() % 4), 30'000));
+    t += 5'000 + static_cast<int64_t>(rng() % 60'000);
+  }
+  const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
+  write_trace(trace, ios, 64 * kMiB);
+  test::run("udevadm settle");
+  std::vector<std::pair<int64_t, int64_t>> requests;
+  {
+    BlkTrace tracer(loop);
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd recorded"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("times      device") != std::string::npos);
+    requests = tracer.requests();
+  }
+  REQUIRE(requests.size() == ios.size());
+  TraceReader rr(result);
+  CHECK(rr.header().metadata().at("replay.times") == "device");
+  const auto out = read_all(result);
+  REQUIRE(out.size() == ios.size());
+  CHECK(rr.header().metadata().at("replay.device_untimed_ios") == "0");
+  std::vector<std::pair<int64_t, int64_t>> timed;
+  for (const auto& io : out) {
+    REQUIRE(io.has_complete());
+    REQUIRE(io.has_queue());
+    CHECK(io.queue_ns <= io.issue_ns + 1'000);  // submitted before the device issued it
+    timed.emplace_back(io.issue_ns, io.complete_ns);
+  }
+  const int64_t ours = union_ns(timed), theirs = union_ns(requests);
+  INFO("busy: result " << ours << " ns, blk tracer " << theirs << " ns");
+  CHECK(std::abs(static_cast<double>(ours - theirs)) <= 0.01 * static_cast<double>(theirs));
+  // `report` measures the result as it measures a recording: the same union.
+  const auto rep = test::run(iotape::test::iotape_binary() + " report " + result + " --json");
+  REQUIRE(rep.exit_code == 0);
+  const auto pos = rep.output.find("\"busy_time_ns\":");
+  REQUIRE(pos != std::string::npos);
+  CHECK(std::stoll(rep.output.substr(pos + 15)) == ours);
+  CHECK(rep.output.find("\"replay.times\": \"device\"") != std::string::npos);
+  // Every IO's times are one request's, to the tracer's microsecond.
+  std::sort(requests.begin(), requests.end());
+  size_t inside = 0;
+  for (const auto& [issue, complete] : timed) {
+    auto it = std::lower_bound(requests.begin(), requests.end(), std::make_pair(issue - 2'000, INT64_MIN));
+    bool found = false;
+    for (; it != requests.end() && it->first <= issue + 2'000; ++it)
+      if (std::abs(it->second - complete) <= 5'000) {
+        found = true;
+        break;
+      }
+    inside += found;
+    if (!found) {
+      auto n = std::lower_bound(requests.begin(), requests.end(), std::make_pair(issue - 2'000, INT64_MIN));
+      UNSCOPED_INFO("IO " << issue << ".." << complete << " nearest request "
+                          << (n == requests.end() ? 0 : n->first) << ".." << (n == requests.end() ? 0 : n->second));
+    }
+  }
+  // The tracer stamps its events in its own handler on the same tracepoints,
+  // a few microseconds apart from the BPF program's when the VM stalls.
+  CHECK(static_cast<double>(inside) >= 0.995 * static_cast<double>(timed.size()));
+}
+
+// Without BPF (here: not root) the replay says so and keeps its own times.
+TEST_CASE("a replay that cannot observe the device falls back to the replayer's times and says so", "[root]") {
+  if (!test::require_root("run a replay as another user")) return;
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0777);
+  std::vector<Io> ios;
+  for (int i = 0; i < 200; ++i) ios.push_back(make_io(i * 50'000, Op::kRead, (i * 7919 % 2048) * 4096ull, 4096));
+  const std::string trace = dir.file("src.iotape"), target = dir.file("target.img"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 8 * kMiB);
+  write_file(target, std::string(8 * kMiB, 'x'));
+  ::chmod(trace.c_str(), 0644);
+  ::chmod(target.c_str(), 0644);
+  const auto r = test::run("setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                           replay_cmd(trace, target, result, "--timing afap --qd 4") + " 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("warning: the result carries the replayer's times") != std::string::npos);
+  CHECK(r.output.find("times      user") != std::string::npos);
+  TraceReader rr(result);
+  CHECK(rr.header().metadata().at("replay.times") == "user");
+  CHECK_FALSE(rr.header().metadata().at("replay.times_reason").empty());
+  const auto out = read_all(result);
+  REQUIRE(out.size() == ios.size());
+  for (const auto& io : out) {
+    CHECK(io.status == 0);
+    CHECK(io.complete_ns >= io.issue_ns);
+  }
+  // --times device refuses to start rather than fall back.
+  const auto d = test::run("setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                           replay_cmd(trace, target, dir.file("d.iotape"), "--timing afap --times device") + " 2>&1");
+  INFO(d.output);
+  CHECK(d.exit_code != 0);
+  CHECK(d.output.find("cannot time the replay at the device") != std::string::npos);
+}
+
+// A throttled device (cgroup v1 blkio) is slower than the recording: the
+// queue-depth rule holds IOs back, and the summary says so instead of
+// calling the replayer late; on the unthrottled device nothing is held.
+TEST_CASE("the fidelity summary tells a slower target from a late replayer", "[root]") {
+  if (!test::require_root("attach loop devices and throttle them with cgroup v1 blkio")) return;
+  const std::string blkio = "/sys/fs/cgroup/blkio";
+  REQUIRE(std::filesystem::exists(blkio + "/blkio.throttle.read_iops_device"));
+  TempDir dir;
+  LoopDevice loop(64 * kMiB);
+  // 400 reads at queue depth 1, 1,000 per second, each taking 100 us.
+  std::vector<Io> ios;
+  for (int i = 0; i < 400; ++i) ios.push_back(make_io(i * 1'000'000LL, Op::kRead, (i * 7919 % 16000) * 4096ull, 4096));
+  const std::string trace = dir.file("src.iotape");
+  write_trace(trace, ios, 64 * kMiB);
+  const std::string group = blkio + "/iotape-test-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(group.c_str(), 0755) == 0);
+  const Undo remove{[&] { ::rmdir(group.c_str()); }};
+  write_file(group + "/blkio.throttle.read_iops_device", fmt::format("{}:{} 200", loop.dev_major(), loop.dev_minor()));
+
+  auto held_share = [&](const std::string& result, bool throttled) {
+    const std::string cmd = replay_cmd(trace, loop.path(), result, "--qd recorded");
+    const auto r = throttled ? test::run("sh -c 'echo $$ > " + group + "/cgroup.procs && exec " + cmd + "'")
+                             : test::run(cmd);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    TraceReader rr(result);
+    const auto& m = rr.header().metadata();
+    return std::stod(m.at("fidelity.held_ios")) / static_cast<double>(ios.size());
+  };
+  const double fast = held_share(dir.file("fast.iotape"), false);
+  const double slow = held_share(dir.file("slow.iotape"), true);
+  INFO("held back: unthrottled " << fast << ", throttled " << slow);
+  CHECK(fast < 0.02);
+  CHECK(slow > 0.8);
+}
+
+// --prefill reads writes exactly the bytes the replay reads, before the
+// timed part, and nothing outside the target.
+TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", "[root]") {
+  if (!test::require_root("attach loop devices and use the blk tracer")) return;
+  TempDir dir;
+  LoopDevice loop(32 * kMiB);
+  std::mt19937_64 rng(3);
+  std::vector<Io> ios;
+  std::vector<std::pair<int64_t, int64_t>> reads;
+  for (int i = 0; i < 500; ++i) {
+    const uint64_t off = (rng() % (32 * kMiB - 300 * 1024)) / 512 * 512, len = 512 * (1 + rng() % 512);
+    ios.push_back(make_io(i * 20'000, i % 5 ? Op::kRead : Op::kWrite, off, len));
+    if (ios.back().op == Op::kRead) reads.emplace_back(off, off + len);
+  }
+  const std::string trace = dir.file("src.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 32 * kMiB);
+  test::run("udevadm settle");
+  std::vector<std::pair<int64_t, int64_t>> written;
+  {
+    BlkTrace tracer(loop);
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill reads --timing afap"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto issued = tracer.issued();
+    uint64_t trace_writes = 0;
+    for (const auto& [op, off, len] : issued) {
+      if (op != 'W') continue;
+      written.emplace_back(off, off + len);
+      CHECK(off + len <= 32 * kMiB);
+    }
+    for (const auto& io : ios) trace_writes += io.op == Op::kWrite;
+    // The trace's own writes are in the trace's result; take them out.
+    for (const auto& io : ios)
+      if (io.op == Op::kWrite) {
+        auto it = std::find(written.begin(), written.end(),
+                            std::make_pair(static_cast<int64_t>(io.offset), static_cast<int64_t>(io.end())));
+        REQUIRE(it != written.end());
+        written.erase(it);
+      }
+    CHECK(trace_writes == 100);
+  }
+  CHECK(union_ns(written) == union_ns(reads));  // the same bytes (the union's length) ...
+  // ... and every written byte is read: the union of both is no larger.
+  auto both = written;
+  both.insert(both.end(), reads.begin(), reads.end());
+  CHECK(union_ns(both) == union_ns(reads));
+  TraceReader rr(result);
+  CHECK(rr.header().metadata().at("replay.prefilled_bytes") == std::to_string(union_ns(reads)));
+  CHECK(read_all(result).size() == ios.size());
+  // Without --allow-write it is refused.
+  const auto refused = test::run(replay_cmd(trace, loop.path(), dir.file("x.iotape"), "--prefill reads"));
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find("--prefill writes") != std::string::npos);
 }
