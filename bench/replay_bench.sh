@@ -4,9 +4,10 @@
 #
 #   bench/replay_bench.sh BUILD_DIR [afap|timed|all]
 #
-# afap:  4 KiB random reads at QD32 on a tmpfs-backed loop device: iotape
-#        replay --timing afap --qd 32 vs fio io_uring randread, IOPS (5 rounds,
-#        alternating, medians).
+# afap:  4 KiB random reads at QD32 and QD1 on a tmpfs-backed loop device:
+#        iotape replay --timing afap --qd N vs fio io_uring randread, IOPS and
+#        CPU per IO (usr+sys; fio's from its JSON), 5 rounds, alternating,
+#        medians.
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
 #        fio. Issue-time error per IO is measured for both tools alike by a
@@ -39,18 +40,28 @@ echo "device $LOOP on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
-  N=400000
-  "$GEN" "$W/afap.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
-  for round in 1 2 3 4 5; do
-    nice -n -20 "$IOTAPE" replay "$W/afap.iotape" --target "$LOOP" -o "$W/afap-result.iotape" --timing afap --qd 32 \
-      | awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' >> "$W/iotape.iops"
-    nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k --iodepth=32 \
-      --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 --output-format=json \
-      | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["iops"])' >> "$W/fio.iops"
+  for QD in 32 1; do
+    N=$((QD == 1 ? 150000 : 400000))
+    "$GEN" "$W/afap.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
+    rm -f "$W/iotape.iops" "$W/fio.iops" "$W/iotape.cpu" "$W/fio.cpu"
+    for round in 1 2 3 4 5; do
+      nice -n -20 "$IOTAPE" replay "$W/afap.iotape" --target "$LOOP" -o "$W/afap-result.iotape" --timing afap \
+        --qd $QD --max-idle 0 > "$W/out.txt"
+      awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/iotape.iops"
+      awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/iotape.cpu"
+      nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+        --iodepth=$QD --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 \
+        --output-format=json > "$W/fio.json"
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' "$W/fio.json" >> "$W/fio.iops"
+      # fio's CPU: usr + sys percent of the job's run time, per IO.
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]
+print((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6 / j["read"]["total_ios"])' "$W/fio.json" >> "$W/fio.cpu"
+    done
+    I=$(median < "$W/iotape.iops"); F=$(median < "$W/fio.iops")
+    IC=$(median < "$W/iotape.cpu"); FC=$(median < "$W/fio.cpu")
+    echo "afap 4K randread QD$QD: iotape $(paste -sd' ' "$W/iotape.iops") IOPS, fio $(paste -sd' ' "$W/fio.iops") IOPS"
+    python3 -c "print('afap QD$QD median: iotape %.0f IOPS, fio %.0f IOPS, ratio %.3f; CPU per IO iotape %.0f ns, fio %.0f ns' % ($I, $F, $I / $F, $IC, $FC))"
   done
-  I=$(median < "$W/iotape.iops"); F=$(median < "$W/fio.iops")
-  echo "afap 4K randread QD32: iotape $(paste -sd' ' "$W/iotape.iops") IOPS, fio $(paste -sd' ' "$W/fio.iops") IOPS"
-  python3 -c "print('afap median: iotape %.0f IOPS, fio %.0f IOPS, ratio %.3f' % ($I, $F, $I / $F))"
 fi
 
 # Runs a command while bpftrace measures the issue-time error of its READ_FIXED

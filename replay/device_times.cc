@@ -103,6 +103,7 @@ struct DeviceTimes::State {
   uint32_t pid = 0;
   // By device: ranged requests by start byte; requests without a range.
   std::vector<std::multimap<uint64_t, Piece>> ranged;
+  std::vector<uint64_t> longest;  // by device: the longest ranged request seen, bounds the search back
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
 
@@ -111,8 +112,10 @@ struct DeviceTimes::State {
   void add(const Io& r) {
     if ((r.pid && r.pid != pid) || !r.has_complete() || r.device >= devices.size()) return;
     const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false};
-    if (r.length > 0 && r.op != Op::kFlush)
+    if (r.length > 0 && r.op != Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
+      longest[r.device] = std::max(longest[r.device], r.length);
+    }
     else
       rangeless[r.device].push_back(p);
   }
@@ -129,8 +132,10 @@ struct DeviceTimes::State {
       // starting at or before it (several only while one range is in flight twice).
       auto it = m.upper_bound(pos);
       auto best = m.end();
+      const uint64_t reach = longest[dev];
       for (int k = 0; k < 16 && it != m.begin(); ++k) {
         --it;
+        if (it->first + reach <= pos) break;  // this piece and all before it end before `pos`
         const Piece& p = it->second;
         if (p.end > pos && p.complete >= lo && p.complete <= hi &&
             (best == m.end() || p.complete < best->second.complete))
@@ -261,6 +266,7 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
   s.backend = capture::make_ebpf_backend(bo);
   s.ranged.resize(s.devices.size());
   s.rangeless.resize(s.devices.size());
+  s.longest.resize(s.devices.size());
   s.offset = boot_minus_monotonic();
 }
 

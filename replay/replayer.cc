@@ -150,6 +150,7 @@ constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished 
 // recording at queue depth 1 (measured: 20 us keeps a QD1 capture's duration,
 // 5-10 us does not).
 constexpr int64_t kPollNs = 20'000;
+constexpr int64_t kReorderNs = 20'000'000;  // device times: how far the device may reorder submissions
 constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
 
 v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256, const DeviceTimes* device,
@@ -322,8 +323,6 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;
-  // The device may issue IOs in another order than they were submitted.
-  if (device) wo.reorder_window_ns = 100'000'000;
   TraceWriter writer(o.result, result_header(p, sha, device.get(), out.user_times_reason), wo);
 
   // Decoding the source and encoding the result run on their own threads.
@@ -348,16 +347,29 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   std::thread writer_thread([&] {
     try {
       std::vector<Slot> batch;
-      std::vector<Io> results;
+      std::vector<Io> results, held;
+      const auto by_issue = [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; };
       while (finished_q.pop(batch)) {
         results.clear();
         for (const Slot& s : batch) results.push_back(result_io(s, device != nullptr));
         if (device) device->join(results);
-        for (size_t i = 0; i < batch.size(); ++i) {
-          writer.append(results[i]);
+        for (size_t i = 0; i < batch.size(); ++i)
           fidelity.add(batch[i].io, results[i], batch[i].issue_ns - start, batch[i].ready_ns - start, batch[i].qd);
+        if (!device) {
+          for (const Io& r : results) writer.append(r);
+          continue;
         }
+        // The device may issue IOs in another order than they were
+        // submitted: sort them, and hold back the newest until the next
+        // batch, which may hold IOs the device issued before them.
+        held.insert(held.end(), results.begin(), results.end());
+        std::stable_sort(held.begin(), held.end(), by_issue);
+        const int64_t keep_from = held.back().issue_ns - kReorderNs;
+        const auto cut = std::find_if(held.begin(), held.end(), [&](const Io& r) { return r.issue_ns >= keep_from; });
+        for (auto it = held.begin(); it != cut; ++it) writer.append(*it);
+        held.erase(held.begin(), cut);
       }
+      for (const Io& r : held) writer.append(r);
     } catch (...) {
       writer_error = std::current_exception();
       finished_q.close();

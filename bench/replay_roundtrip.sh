@@ -1,0 +1,143 @@
+#!/bin/bash
+# Replay round trip on one device: record fio runs with `iotape record`,
+# replay each capture onto the same device with the defaults, and compare.
+#
+#   bench/replay_roundtrip.sh BUILD_DIR [tmpfs|direct] [ROUNDS]
+#
+# tmpfs:  a loop device over a file in /dev/shm (its service time is this
+#         VM's CPU);
+# direct: a loop device over a file on the virtio disk with --direct-io=on
+#         (served by the host).
+# Runs: 4 KiB random reads at QD1 (full speed), and 70/30 random read/write
+# mixes at QD4 (an fsync every 32 writes) and QD32 (every 64), 3 s each.
+# Per run and round, two replays of the capture:
+#   - under the kernel's blk tracer (ftrace, read after the replay): the
+#     result's busy time against the union of the request intervals the
+#     tracer saw (independent of iotape's programs);
+#   - alone: replayed duration, block-layer read latency p50 and queue-depth
+#     buckets against the recording's (all from `iotape report --json`).
+# Prints one line per run and round, then the medians. Needs root, fio, python3.
+set -euo pipefail
+B=$(realpath "${1:?usage: $0 BUILD_DIR [tmpfs|direct] [ROUNDS]}")
+KIND=${2:-tmpfs}
+ROUNDS=${3:-3}
+IOTAPE=$B/cli/iotape
+T=/sys/kernel/tracing
+W=$(mktemp -d /tmp/iotape-roundtrip-XXXXXX)
+if [ "$KIND" = direct ]; then
+  DISK=$(mktemp /var/tmp/iotape-roundtrip-XXXXXX)
+  dd if=/dev/urandom of="$DISK" bs=1M count=1024 status=none conv=fsync
+  LOOP=$(losetup -f --show --direct-io=on "$DISK")
+else
+  DISK=$(mktemp /dev/shm/iotape-roundtrip-XXXXXX)
+  truncate -s 1G "$DISK"
+  LOOP=$(losetup -f --show "$DISK")
+  dd if=/dev/urandom of="$LOOP" bs=1M count=1024 oflag=direct status=none
+fi
+NAME=$(basename "$LOOP")
+mountpoint -q $T || mount -t tracefs nodev $T
+OLD_CLOCK=$(sed 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
+cleanup() {
+  echo nop > $T/current_tracer
+  echo 0 > /sys/block/$NAME/trace/enable
+  echo "$OLD_CLOCK" > $T/trace_clock
+  echo > $T/trace
+  losetup -d "$LOOP"
+  rm -f "$DISK"
+  rm -rf "$W"
+}
+trap cleanup EXIT
+echo "device $LOOP ($KIND) on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+record() {  # NAME FIO_ARGS...: a 3 s fio run captured by iotape record
+  local name=$1; shift
+  "$IOTAPE" record -d "$LOOP" -o "$W/$name.iot" 2> "$W/record.log" &
+  local rec=$!
+  sleep 1
+  fio --name="$name" --filename="$LOOP" --ioengine=io_uring --direct=1 --bs=4k --size=1G --time_based \
+    --runtime=3 --randrepeat=0 "$@" --output-format=terse > /dev/null
+  sleep 0.3
+  kill -INT $rec
+  wait $rec
+}
+
+replay_traced() {  # NAME: replay under the blk tracer; prints the tracer's union of request intervals (ns)
+  echo nop > $T/current_tracer
+  echo mono > $T/trace_clock
+  echo 262144 > $T/buffer_size_kb
+  echo > $T/trace
+  echo 1 > /sys/block/$NAME/trace/enable
+  echo blk > $T/current_tracer
+  "$IOTAPE" replay "$W/$1.iot" --target "$LOOP" -o "$W/$1-traced.iot" --allow-write > "$W/replay.log"
+  echo nop > $T/current_tracer
+  echo 0 > /sys/block/$NAME/trace/enable
+  python3 - "$T/trace" "$(stat -c '%t,%T' "$LOOP" | awk -F, '{printf "%d,%d", strtonum("0x"$1), strtonum("0x"$2)}')" <<'PY'
+import sys, collections
+dev = sys.argv[2]
+issued = collections.defaultdict(collections.deque)
+spans = []
+for line in open(sys.argv[1]):
+    w = line.split()
+    if dev not in w: continue
+    i = w.index(dev)
+    if len(w) < i + 3 or w[i + 1] not in ('D', 'C'): continue
+    t = w[i - 1].rstrip(':')
+    s, f = t.split('.')
+    ns = int(s) * 10**9 + int(f[:6].ljust(6, '0')) * 1000
+    key = (w[i + 2], w[i + 3] if len(w) > i + 3 else '', w[i + 5] if len(w) > i + 5 and w[i + 4] == '+' else '')
+    if w[i + 1] == 'D': issued[key].append(ns)
+    elif issued[key]: spans.append((issued[key].popleft(), ns))
+spans.sort()
+total, start, end = 0, None, None
+for a, b in spans:
+    if end is None or a > end:
+        if end is not None: total += end - start
+        start, end = a, b
+    else: end = max(end, b)
+if end is not None: total += end - start
+print(total)
+PY
+}
+
+compare() {  # NAME ROUND TRACER_BUSY
+  "$IOTAPE" replay "$W/$1.iot" --target "$LOOP" -o "$W/$1-alone.iot" --allow-write > "$W/replay.log"
+  "$IOTAPE" report "$W/$1.iot" --json > "$W/rec.json"
+  "$IOTAPE" report "$W/$1-traced.iot" --json > "$W/traced.json"
+  "$IOTAPE" report "$W/$1-alone.iot" --json > "$W/alone.json"
+  python3 - "$W" "$1" "$2" "$3" <<'PY' | tee -a "$W/lines"
+import json, sys
+w, name, rnd, tracer = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rec, traced, alone = (json.load(open(f"{w}/{f}.json")) for f in ("rec", "traced", "alone"))
+busy_err = 100.0 * (traced["busy_time_ns"] - tracer) / tracer
+dur_err = 100.0 * (alone["duration_ns"] - rec["duration_ns"]) / rec["duration_ns"]
+p50r, p50a = rec["d2c_ns"]["read"]["p50"], alone["d2c_ns"]["read"]["p50"]
+lat_err = 100.0 * (p50a - p50r) / p50r
+qd = max(abs(rec["qd_pct"][k] - alone["qd_pct"][k]) for k in rec["qd_pct"])
+times = alone["metadata"].get("replay.times", "?")
+print(f"{name} round {rnd}: busy vs blk tracer {busy_err:+.2f}%  duration {dur_err:+.2f}% "
+      f"({alone['duration_ns']/1e9:.3f} vs {rec['duration_ns']/1e9:.3f} s)  read p50 {lat_err:+.1f}% "
+      f"({p50a/1e3:.1f} vs {p50r/1e3:.1f} us)  QD buckets max diff {qd:.2f} points  times={times}")
+print(f"DATA {name} {busy_err} {dur_err} {lat_err} {qd}", file=open(f"{w}/data", "a"))
+PY
+}
+
+for round in $(seq "$ROUNDS"); do
+  record qd1 --rw=randread --iodepth=1
+  record qd4 --rw=randrw --rwmixread=70 --iodepth=4 --fsync=32
+  record qd32 --rw=randrw --rwmixread=70 --iodepth=32 --fsync=64
+  for run in qd1 qd4 qd32; do
+    busy=$(replay_traced $run)
+    compare $run "$round" "$busy"
+  done
+done
+python3 - "$W/data" <<'PY'
+import sys, statistics, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    _, name, *v = line.split()
+    rows[name].append([float(x) for x in v])
+for name, vs in rows.items():
+    med = [statistics.median(abs(r[i]) for r in vs) for i in range(4)]
+    print(f"median {name}: |busy vs blk tracer| {med[0]:.2f}%  |duration| {med[1]:.2f}%  |read p50| {med[2]:.1f}%  "
+          f"QD buckets {med[3]:.2f} points ({len(vs)} rounds)")
+PY
