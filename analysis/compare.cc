@@ -76,6 +76,8 @@ CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path)
   e.workload = text(j, "workload");
   e.drive = text(j, "target");
   if (e.drive.empty()) e.drive = std::filesystem::path(path).stem().string();
+  if (j.contains("metadata") && j["metadata"].contains("replay.times") && j["metadata"]["replay.times"].is_string())
+    e.times = j["metadata"]["replay.times"].get<std::string>();
   e.ios = static_cast<uint64_t>(number(j, {"ios"}));
   e.busy_s = number(j, {"busy_time_ns"}) / 1e9;
   e.read_MBps = number(j, {"avg_data_rate_MBps", "read"});
@@ -195,7 +197,11 @@ std::string compare_html(const std::vector<CompareEntry>& entries) {
   h += "</table>\n<p class=\"note\">Busy time: time with at least one IO outstanding, idle excluded. Average data "
        "rate: bytes / busy time (MB = 10<sup>6</sup> bytes). Latency: issue to completion. n/a: the result has "
        "no completion times. Sources: ";
-  for (size_t i = 0; i < entries.size(); ++i) h += (i ? ", " : "") + xml_escape(entries[i].path);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    h += (i ? ", " : "") + xml_escape(entries[i].path);
+    if (entries[i].times == "device") h += " (replay timed at the device: block-layer issue to completion)";
+    if (entries[i].times == "user") h += " (replay timed by the replayer: submission to reap, host overhead included)";
+  }
   h += ".</p>\n";
   for (const auto& [name, svg] : compare_svgs(entries)) h += "<figure id=\"" + name + "\">\n" + svg + "</figure>\n";
   h += "</body>\n</html>\n";

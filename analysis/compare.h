@@ -15,6 +15,7 @@ struct CompareEntry {
   std::string path;
   std::string workload;  // chart group; empty when unknown
   std::string drive;     // bar label
+  std::string times;     // a replay result's clock: "device" or "user" (replay.times); empty otherwise
   uint64_t ios = 0;
   // Time-based figures are NaN when the result has no completion times
   // (e.g. an import of a trace that recorded issues only): charted as "n/a".

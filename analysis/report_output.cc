@@ -180,6 +180,16 @@ std::string series_csv(const Report& r) {
   return out;
 }
 
+namespace {
+
+// The clock of a replay result's times (docs/format.md, "Replay results").
+std::string replay_times(const v1::TraceHeader& header) {
+  const auto it = header.metadata().find("replay.times");
+  return it == header.metadata().end() ? std::string() : it->second;
+}
+
+}  // namespace
+
 std::string report_text(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
   const uint64_t rd = r.op(Op::kRead).bytes, wr = r.op(Op::kWrite).bytes;
   std::string out;
@@ -187,6 +197,10 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
       {"trace", fmt::format("{}", fmt::join(o.traces, " "))},
       {"source", fmt::format("{} {}, {} device(s){}", v1::Source_Name(header.source()), header.source_detail(),
                              r.devices, r.devices > 1 ? " combined (pick one with --device)" : "")},
+      {"times", header.source() != v1::SOURCE_REPLAY ? std::string()
+                : replay_times(header) == "device" ? std::string("device (block layer: issue to completion)")
+                : replay_times(header) == "user"   ? std::string("user (the replayer's submission to reap, host overhead included)")
+                                                   : std::string("unknown")},
       {"IOs", fmt::format("{}  (reads {}, writes {}, flushes {}, discards {}, other {})", r.ios,
                           r.op(Op::kRead).ios, r.op(Op::kWrite).ios, r.op(Op::kFlush).ios, r.op(Op::kDiscard).ios,
                           r.op(Op::kWriteZeroes).ios + r.op(Op::kOther).ios)},
@@ -206,7 +220,8 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
                                   r.queue_depth.max())},
   };
   // The header rows are label + free text: left-align both.
-  for (const auto& row : head) out += fmt::format("{:<13}{}\n", row[0], row[1]);
+  for (const auto& row : head)
+    if (!row[1].empty()) out += fmt::format("{:<13}{}\n", row[0], row[1]);
   if (r.late_ios || r.dropped_events || r.status.damaged)
     out += fmt::format("{:<13}{} dropped events, {} late IOs{}\n", "warning", r.dropped_events, r.late_ios,
                        r.status.damaged ? ", damaged: " + r.status.message : "");

@@ -71,7 +71,7 @@ replay_traced() {  # NAME: replay under the blk tracer; prints the tracer's unio
   "$IOTAPE" replay "$W/$1.iot" --target "$LOOP" -o "$W/$1-traced.iot" --allow-write > "$W/replay.log"
   echo nop > $T/current_tracer
   echo 0 > /sys/block/$NAME/trace/enable
-  python3 - "$T/trace" "$(stat -c '%t,%T' "$LOOP" | awk -F, '{printf "%d,%d", strtonum("0x"$1), strtonum("0x"$2)}')" <<'PY'
+  python3 - "$T/trace" "$(stat -c '%Hr,%Lr' "$LOOP")" <<'PY'
 import sys, collections
 dev = sys.argv[2]
 issued = collections.defaultdict(collections.deque)
