@@ -69,9 +69,13 @@ replay_traced() {  # NAME: replay under the blk tracer; prints the tracer's unio
   echo 1 > /sys/block/$NAME/trace/enable
   echo blk > $T/current_tracer
   "$IOTAPE" replay "$W/$1.iot" --target "$LOOP" -o "$W/$1-traced.iot" --allow-write > "$W/replay.log"
+  # Switching the tracer clears its buffer: copy the buffer out first.
+  echo 0 > $T/tracing_on
+  cp $T/trace "$W/blk.txt"
   echo nop > $T/current_tracer
+  echo 1 > $T/tracing_on
   echo 0 > /sys/block/$NAME/trace/enable
-  python3 - "$T/trace" "$(stat -c '%Hr,%Lr' "$LOOP")" <<'PY'
+  python3 - "$W/blk.txt" "$(stat -c '%Hr,%Lr' "$LOOP")" <<'PY'
 import sys, collections
 dev = sys.argv[2]
 issued = collections.defaultdict(collections.deque)
@@ -84,7 +88,9 @@ for line in open(sys.argv[1]):
     t = w[i - 1].rstrip(':')
     s, f = t.split('.')
     ns = int(s) * 10**9 + int(f[:6].ljust(6, '0')) * 1000
-    key = (w[i + 2], w[i + 3] if len(w) > i + 3 else '', w[i + 5] if len(w) > i + 5 and w[i + 4] == '+' else '')
+    # "D R 2048 + 8 [proc]"; a flush has no range: "D FN [proc]"
+    ranged = len(w) > i + 5 and w[i + 4] == '+'
+    key = (w[i + 2], w[i + 3], w[i + 5]) if ranged else (w[i + 2], '', '')
     if w[i + 1] == 'D': issued[key].append(ns)
     elif issued[key]: spans.append((issued[key].popleft(), ns))
 spans.sort()

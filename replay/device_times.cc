@@ -106,12 +106,17 @@ struct DeviceTimes::State {
   std::vector<uint64_t> longest;  // by device: the longest ranged request seen, bounds the search back
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
+  std::vector<Piece> flushes;  // scratch for time()
+  std::vector<Io> extra;       // scratch for join()
 
   explicit State(const std::vector<Target>& t) : targets(t) {}
 
   void add(const Io& r) {
     if ((r.pid && r.pid != pid) || !r.has_complete() || r.device >= devices.size()) return;
-    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false};
+    // A request never issued (the empty pre-flush write of an fsync, which
+    // the flush machinery completes itself) kept the device busy for no time.
+    const int64_t issue = r.has_queue() && r.issue_ns == r.queue_ns ? r.complete_ns : r.issue_ns;
+    const Piece p{r.offset + r.length, issue - offset, r.complete_ns - offset, false};
     if (r.length > 0 && r.op != Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
@@ -158,23 +163,24 @@ struct DeviceTimes::State {
     return parts;
   }
 
-  int claim_flushes(uint32_t dev, int64_t lo, int64_t hi, int64_t& first, int64_t& last) {
-    int parts = 0;
+  // The requests without a range that `dev` served within [lo, hi], in order.
+  void claim_flushes(uint32_t dev, int64_t lo, int64_t hi, std::vector<Piece>& out) {
     auto& q = rangeless[dev];
     for (auto it = q.begin(); it != q.end();) {
       if (it->issue >= lo && it->complete <= hi) {
-        first = std::min(first, it->issue);
-        last = std::max(last, it->complete);
-        ++parts;
+        out.push_back(*it);
         it = q.erase(it);
       } else {
         ++it;
       }
     }
-    return parts;
   }
 
-  void time(Io& io) {
+  // `extra`: the further flush requests an IO caused, as result IOs of their
+  // own (op flush, the IO's source index), as a recording has them: one
+  // interval from the first to the last would count the gaps between them
+  // as busy.
+  void time(Io& io, std::vector<Io>& extra) {
     const int64_t submit = io.queue_ns;
     const int64_t lo = submit - kClockSlackNs;
     const int64_t hi = io.has_complete() ? io.complete_ns + kClockSlackNs : INT64_MAX;
@@ -197,8 +203,25 @@ struct DeviceTimes::State {
         pos = stop;
       }
     }
-    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua)))
-      parts += claim_flushes(dev, lo, hi, first, last);
+    flushes.clear();
+    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua))) claim_flushes(dev, lo, hi, flushes);
+    for (const Piece& f : flushes) {
+      if (parts == 0) {  // the IO's own request
+        first = f.issue;
+        last = f.complete;
+        ++parts;
+        continue;
+      }
+      if (f.complete == f.issue) continue;  // never issued: no busy time to account for
+      Io r = io;
+      r.op = Op::kFlush;
+      r.flags = 0;
+      r.offset = r.length = 0;
+      r.issue_ns = f.issue;
+      r.complete_ns = f.complete;
+      extra.push_back(r);
+      ++stats.extra_requests;
+    }
     if (parts == 0) {
       io.issue_ns = submit;
       io.complete_ns = kNoTime;
@@ -276,8 +299,12 @@ void DeviceTimes::join(std::vector<Io>& ios) {
   State& s = *s_;
   const capture::IoSink sink = [&s](const Io& r) { s.add(r); };
   s.backend->poll(0, sink);
-  for (Io& io : ios) s.time(io);
-  if (!ios.empty()) s.forget(ios.back().queue_ns - kClockSlackNs);
+  if (ios.empty()) return;
+  const int64_t last_submit = ios.back().queue_ns;
+  s.extra.clear();
+  for (Io& io : ios) s.time(io, s.extra);
+  ios.insert(ios.end(), s.extra.begin(), s.extra.end());
+  s.forget(last_submit - kClockSlackNs);
 }
 
 std::string DeviceTimes::describe() const {

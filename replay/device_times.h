@@ -21,6 +21,10 @@
 // (FIEMAP, read once at the start) map file offsets to the device. IOs that
 // reach no device (reads of unwritten extents, holes filled by a write after
 // the start) keep no device times and are counted.
+// Flushes beyond an IO's first (an fsync's pre- and post-flush) become result
+// IOs of their own, op flush with the IO's source index, as a recording has
+// them; one interval from the first to the last would count the time between
+// them as busy.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@ struct DeviceTimesStats {
   uint64_t untimed = 0;            // IOs no request was found for
   uint64_t split = 0;              // IOs served by more than one request
   uint64_t merged = 0;             // IOs whose request also served another IO
+  uint64_t extra_requests = 0;     // further flush requests, written as IOs of their own
   uint64_t unclaimed_requests = 0; // requests of this process no IO claimed
   uint64_t dropped = 0;            // events the observer lost (ring buffer full)
 };
@@ -57,6 +62,7 @@ class DeviceTimes {
   // and complete_ns = its reap (kNoTime if not reaped), device = target
   // index. Sets issue_ns and complete_ns to the device's times, or (no
   // request found) leaves issue_ns = submission and clears complete_ns.
+  // Appends the further flush requests as IOs after them.
   // REQUIRES: every IO given was reaped before the call; calls come in issue
   // order, from one thread.
   void join(std::vector<Io>& ios);
