@@ -112,6 +112,10 @@ std::string describe_plan(const Prepared& p) {
   const Plan& pl = p.plan;
   std::string s = fmt::format("plan       {} IOs over {:.6f} s recorded ({} skipped)\n", pl.ios, pl.span_ns / 1e9,
                               pl.skipped);
+  if (pl.kernel_flushes)
+    s += fmt::format("           {} flush requests the kernel made for recorded fsyncs are made again by the "
+                     "replayed fsyncs, not replayed themselves\n",
+                     pl.kernel_flushes);
   for (int op = 0; op < kOpCount; ++op)
     if (pl.by_op[op])
       s += fmt::format("           {:<13}{:>12} IOs {:>12}\n", op_name(static_cast<Op>(op)), pl.by_op[op],

@@ -100,6 +100,14 @@ const Io* WindowedSource::next(uint64_t& index) {
       ended_ = true;  // the source is sorted: nothing later is inside the window
       return nullptr;
     }
+    if (io.op == Op::kFlush && io.pid == 0 && io.device < flush_until_.size() && t <= flush_until_[io.device]) {
+      ++kernel_flushes_;
+      continue;
+    }
+    if (io.op == Op::kWrite && (io.flags & (flag::kPreflush | flag::kFua))) {
+      if (io.device >= flush_until_.size()) flush_until_.resize(io.device + 1, INT64_MIN);
+      flush_until_[io.device] = std::max(flush_until_[io.device], io.has_complete() ? io.complete_ns : t);
+    }
     return &io;
   }
   return nullptr;
@@ -155,6 +163,7 @@ Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const Re
     if (io->length) p.device_end[io->device] = std::max(p.device_end[io->device], io->end());
   }
   p.span_ns = p.ios ? last_t - first_t : 0;
+  p.kernel_flushes = source.kernel_flushes();
 
   for (uint32_t d = 0; d < p.device_end.size(); ++d) {
     const int t = map.target_of(d);

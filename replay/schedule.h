@@ -88,11 +88,16 @@ class Timeline {
 // The time --events chooses for `io`.
 int64_t event_time(const Io& io, EventTime e);
 
-// The source IOs inside --window, with their source index.
+// The source IOs inside --window, with their source index, less the flush
+// requests the kernel made for a recorded fsync or FUA write (op flush, no
+// submitter, issued while that write was outstanding): replaying the write
+// (an fsync, RWF_DSYNC) makes the kernel issue them again, and replaying
+// them as well would flush two or three times for each recorded fsync.
 class WindowedSource {
  public:
   WindowedSource(TraceReader& reader, const ReplayOptions& o);
   const Io* next(uint64_t& index);  // nullptr at the end
+  uint64_t kernel_flushes() const { return kernel_flushes_; }  // left out so far
 
  private:
   TraceReader& reader_;
@@ -103,6 +108,8 @@ class WindowedSource {
   bool started_ = false;
   bool ended_ = false;
   int64_t first_ = 0;
+  std::vector<int64_t> flush_until_;  // by device: when the last recorded fsync or FUA write completed
+  uint64_t kernel_flushes_ = 0;
 };
 
 class Schedule {
@@ -121,6 +128,7 @@ class Schedule {
 struct Plan {
   uint64_t ios = 0;               // IOs to replay
   uint64_t skipped = 0;           // IOs of unmapped devices
+  uint64_t kernel_flushes = 0;    // flushes the replayed fsyncs make again (see WindowedSource)
   uint64_t by_op[kOpCount] = {};
   uint64_t bytes_by_op[kOpCount] = {};
   uint64_t max_length = 0;
