@@ -154,6 +154,9 @@ constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished 
 // recording at queue depth 1 (measured: 20 us keeps a QD1 capture's duration,
 // 5-10 us does not).
 constexpr int64_t kPollNs = 20'000;
+// A deadline is slept for up to this long before it, then polled for: a
+// timer wakes the thread 10-60 us late on this kind of VM.
+constexpr int64_t kLeadNs = 30'000;
 constexpr int64_t kReorderNs = 20'000'000;  // device times: how far the device may reorder submissions
 constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
 
@@ -502,8 +505,15 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     if (in_flight == 0 && wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
     // With IOs in flight and nothing due, the next completion is the next
     // event: wait for it without a timer (a signal interrupts the wait).
-    engine.wait(wake == INT64_MAX ? (in_flight > 0 ? INT64_MAX : now + 100'000'000) : wake,
-                in_flight > 0 ? kPollNs : 0);
+    int64_t deadline = wake == INT64_MAX ? (in_flight > 0 ? INT64_MAX : now + 100'000'000) : wake;
+    int64_t poll = in_flight > 0 ? kPollNs : 0;
+    if (wake != INT64_MAX) {
+      if (wake - now <= kLeadNs)
+        poll = wake - now;  // close: poll to the deadline
+      else
+        deadline = wake - kLeadNs;  // sleep to just before it, then poll the rest
+    }
+    engine.wait(deadline, poll);
   }
 
   // The replay lasted until its last completion; encoding what is left of the
