@@ -898,6 +898,21 @@ TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", 
   TraceReader rr(result);
   CHECK(rr.header().metadata().at("replay.prefilled_bytes") == std::to_string(union_ns(reads)));
   CHECK(read_all(result).size() == ios.size());
+  // --prefill full: every byte of the target, nothing beyond it.
+  {
+    BlkTrace tracer(loop);
+    const auto r = test::run(replay_cmd(trace, loop.path(), dir.file("full.iotape"),
+                                        "--allow-write --prefill full --timing afap"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::pair<int64_t, int64_t>> all;
+    for (const auto& [op, off, len] : tracer.issued())
+      if (op == 'W') {
+        all.emplace_back(off, off + len);
+        CHECK(off + len <= 32 * kMiB);
+      }
+    CHECK(union_ns(all) == static_cast<int64_t>(32 * kMiB));
+  }
   // Without --allow-write it is refused.
   const auto refused = test::run(replay_cmd(trace, loop.path(), dir.file("x.iotape"), "--prefill reads"));
   CHECK(refused.exit_code != 0);
