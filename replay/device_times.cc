@@ -120,9 +120,9 @@ struct DeviceTimes::State {
     if (r.length > 0 && r.op != Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
-    }
-    else
+    } else {
       rangeless[r.device].push_back(p);
+    }
   }
 
   // Claims the requests that served [a, b) on `dev` and completed within

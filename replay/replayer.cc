@@ -310,7 +310,6 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   Placement placement(map, p.targets, o.fit, std::move(source_size));
   Schedule schedule(reader, placement, o);
 
-
   std::vector<Slot> slots(kSlots);
   DependencyTracker deps;
   Fidelity fidelity(o.timing == Timing::kOriginal);
@@ -542,6 +541,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     writer.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));
     writer.set_metadata("replay.device_split_ios", std::to_string(out.device.split));
     writer.set_metadata("replay.device_merged_ios", std::to_string(out.device.merged));
+    writer.set_metadata("replay.device_extra_requests", std::to_string(out.device.extra_requests));
     writer.set_metadata("replay.device_unclaimed_requests", std::to_string(out.device.unclaimed_requests));
     writer.set_metadata("replay.device_dropped_events", std::to_string(out.device.dropped));
   }
