@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -98,7 +99,7 @@ CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path)
 
 CompareEntry load_entry(const std::string& path, const std::string& label) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path + ": cannot open");
+  if (!in) throw error_errno(path, "cannot open", errno);
   char first = 0;
   while (in.get(first) && std::isspace(static_cast<unsigned char>(first))) {
   }
@@ -109,7 +110,7 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
     try {
       j = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
     } catch (const nlohmann::json::exception& x) {
-      throw TraceError(path + ": not a report JSON: " + x.what());
+      throw InputError(path + ": not a report JSON: " + x.what());
     }
     e = entry_from_report(j, path);
   } else {

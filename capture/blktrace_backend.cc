@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "capture/backend.h"
+#include "traces/error.h"
 
 namespace iotape::capture {
 namespace {
@@ -41,11 +42,11 @@ std::string read_file(const std::string& path) {
 
 void write_file(const std::string& path, const std::string& value) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  if (fd < 0) throw error_errno(path, "cannot open", errno);
   const ssize_t n = ::write(fd, value.data(), value.size());
   const int err = errno;
   ::close(fd);
-  if (n != static_cast<ssize_t>(value.size())) throw std::runtime_error(path + ": " + std::strerror(err));
+  if (n != static_cast<ssize_t>(value.size())) throw error_errno(path, "cannot write '" + value + "'", err);
 }
 
 // The selected entry of a tracefs choice file: "[local] global boot" -> "local".
@@ -58,7 +59,7 @@ void ensure_tracefs() {
   struct stat st;
   if (::stat((kTracefs + "/trace_pipe").c_str(), &st) == 0) return;
   if (::mount("nodev", kTracefs.c_str(), "tracefs", 0, nullptr) != 0)
-    throw std::runtime_error("cannot mount tracefs on " + kTracefs + ": " + std::strerror(errno));
+    throw error_errno(kTracefs, "cannot mount tracefs", errno);
 }
 
 // Sets a tracefs (or sysfs) file and puts the old value back on destruction.
@@ -156,7 +157,7 @@ class BlktraceBackend final : public Backend {
     ensure_tracefs();
     const std::string tracer = read_file(kTracefs + "/current_tracer");
     if (tracer != "nop")
-      throw std::runtime_error("the ftrace tracer is busy (current_tracer is " + tracer + " in " + kTracefs +
+      throw TraceError("the ftrace tracer is busy (current_tracer is " + tracer + " in " + kTracefs +
                                "): another tool is tracing, or a recorder was killed; "
                                "`echo nop > " + kTracefs + "/current_tracer` frees it");
     for (uint32_t i = 0; i < o.devices.size(); ++i) index_[dev_key(o.devices[i].major, o.devices[i].minor)] = i;
@@ -175,7 +176,7 @@ class BlktraceBackend final : public Backend {
     // The tracer cannot change while trace_pipe is open (EBUSY): set it first, close the pipe first.
     tracer_ = std::make_unique<Setting>(kTracefs + "/current_tracer", "blk", "nop");
     fd_ = ::open((kTracefs + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) throw std::runtime_error("cannot open trace_pipe: " + std::string(std::strerror(errno)));
+    if (fd_ < 0) throw error_errno(kTracefs + "/trace_pipe", "cannot open", errno);
   }
 
   ~BlktraceBackend() override {

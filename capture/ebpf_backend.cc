@@ -6,12 +6,14 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "capture/backend.h"
+#include "traces/error.h"
 #include "capture/iotrace.h"
 #include "capture/iotrace.skel.h"
 
@@ -24,9 +26,16 @@ constexpr uint64_t kDefaultBuffer = 16u << 20;
 constexpr uint32_t kMaxSlots = 1u << 17;
 
 // libbpf explains load failures (verifier log, missing BTF) at warning level.
-int print_libbpf(enum libbpf_print_level level, const char* format, va_list args) {
+// The library prints nothing itself: the last of those lines go into the error.
+std::string g_libbpf_log;
+
+int keep_libbpf_log(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  return std::vfprintf(stderr, format, args);
+  char line[512];
+  const int n = std::vsnprintf(line, sizeof line, format, args);
+  g_libbpf_log += line;
+  if (g_libbpf_log.size() > 4096) g_libbpf_log.erase(0, g_libbpf_log.size() - 4096);
+  return n;
 }
 
 // Kernel errno of a blk_status_t (include/linux/blk_types.h, blk_errors[]).
@@ -68,17 +77,18 @@ TracepointShape tracepoint_shape(const btf* vmlinux, const std::string& name) {
 class EbpfBackend final : public Backend {
  public:
   explicit EbpfBackend(const BackendOptions& o) {
-    libbpf_set_print(print_libbpf);
+    g_libbpf_log.clear();
+    libbpf_set_print(keep_libbpf_log);
     btf* vmlinux = btf__load_vmlinux_btf();
     if (!vmlinux)
-      throw std::runtime_error("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
+      throw TraceError("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
     const TracepointShape io_start = tracepoint_shape(vmlinux, "block_io_start");
     const TracepointShape issue = tracepoint_shape(vmlinux, "block_rq_issue");
     const TracepointShape merge = tracepoint_shape(vmlinux, "block_rq_merge");  // since 5.8
     btf__free(vmlinux);
 
     skel_ = iotrace_bpf__open();
-    if (!skel_) throw std::runtime_error(std::string("cannot open the BPF program: ") + std::strerror(errno));
+    if (!skel_) throw TraceError(std::string("cannot open the BPF program: ") + std::strerror(errno));
     skel_->rodata->rq_is_first_arg = issue.args == 1;
     skel_->rodata->filter_pid = o.pid;
     skel_->rodata->keep_anonymous = o.keep_anonymous;
@@ -128,7 +138,7 @@ class EbpfBackend final : public Backend {
     int n = ring_buffer__poll(ring_, timeout_ms);
     if (n >= 0 || n == -EINTR) n = ring_buffer__consume(ring_);
     sink_ = nullptr;
-    if (n < 0 && n != -EINTR) throw std::runtime_error(std::string("ring buffer: ") + std::strerror(-n));
+    if (n < 0 && n != -EINTR) throw TraceError(std::string("ring buffer: ") + std::strerror(-n));
   }
 
   void finish(const IoSink& sink) override {
@@ -149,7 +159,7 @@ class EbpfBackend final : public Backend {
     if (slot_count_ == 0) return;
     const size_t bytes = size_t{slot_count_} * sizeof(iotrace_inflight);
     void* slots = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
-    if (slots == MAP_FAILED) throw std::runtime_error(std::string("cannot read the slot table: ") + std::strerror(errno));
+    if (slots == MAP_FAILED) throw TraceError(std::string("cannot read the slot table: ") + std::strerror(errno));
     for (uint32_t i = 0; i < slot_count_; ++i) send_uncompleted(static_cast<const iotrace_inflight*>(slots)[i], sink);
     ::munmap(slots, bytes);
   }
@@ -212,7 +222,10 @@ class EbpfBackend final : public Backend {
   [[noreturn]] void fail(const std::string& what, int err) {
     ring_buffer__free(ring_);
     iotrace_bpf__destroy(skel_);
-    throw std::runtime_error(what + ": " + std::strerror(err < 0 ? -err : err));
+    std::string msg = what + ": " + std::strerror(err < 0 ? -err : err);
+    if (!g_libbpf_log.empty()) msg += "\nlibbpf: " + g_libbpf_log;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    throw TraceError(msg);
   }
 
   static Io to_io(const iotrace_event& e) {

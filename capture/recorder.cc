@@ -5,9 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdio>
-#include <stdexcept>
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -17,30 +15,6 @@
 namespace iotape::capture {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
-
-// SIGINT/SIGTERM end the capture loop; without SA_RESTART they also cut the
-// back end's wait short. The previous handlers come back on destruction.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
 int64_t clock_ns(clockid_t id) {
   timespec ts;
   ::clock_gettime(id, &ts);
@@ -49,28 +23,28 @@ int64_t clock_ns(clockid_t id) {
 
 std::string random_id() {
   unsigned char b[16];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) throw std::runtime_error("getrandom failed");
+  if (::getrandom(b, sizeof b, 0) != sizeof b) throw error_errno("getrandom", "cannot make a trace id", errno);
   std::string s;
   for (unsigned char c : b) s += fmt::format("{:02x}", c);
   return s;
 }
 
-std::vector<BlockDevice> select_devices(const std::vector<std::string>& specs) {
+std::vector<BlockDevice> select_devices(const std::vector<std::string>& specs, std::vector<std::string>& notes) {
   std::vector<BlockDevice> out;
   if (specs.empty()) {
     for (auto& d : all_disks()) {
       if (d.request_based)
         out.push_back(std::move(d));
       else
-        fmt::print(stderr, "iotape: skipping {}: bio-based device, no request events\n", d.name);
+        notes.push_back("skipping " + d.name + ": bio-based device, no request events");
     }
-    if (out.empty()) throw std::runtime_error("no request-based block devices to record");
+    if (out.empty()) throw DeviceRefused("no request-based block devices to record");
     return out;
   }
   for (const auto& spec : specs) {
     BlockDevice d = resolve_device(spec);
     if (!d.request_based)
-      throw std::runtime_error(spec + " (" + d.name +
+      throw DeviceRefused(spec + " (" + d.name +
                                ") is a bio-based device (e.g. zram, device-mapper): it has no request queue, "
                                "so there are no request events to record");
     bool dup = false;
@@ -113,28 +87,23 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
   return h;
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (b >= 1024 && i < 4) b /= 1024, ++i;
-  return fmt::format("{:.1f} {}", b, units[i]);
-}
-
 }  // namespace
 
 int64_t boottime_ns() { return clock_ns(CLOCK_BOOTTIME); }
 
-RecordResult record(const RecordOptions& o) {
-  const std::vector<BlockDevice> devices = select_devices(o.devices);
+RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
+  std::vector<std::string> notes;
+  const std::vector<BlockDevice> devices = select_devices(o.devices, notes);
   BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
-  StopSignals signals;
   std::unique_ptr<Backend> backend =
       o.backend == "blktrace" ? make_blktrace_backend(bo) : make_ebpf_backend(bo);
   TraceOutput out(o.output, make_header(o, devices, *backend));
 
   std::string names;
   for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
-  fmt::print(stderr, "iotape: recording {} with {} to {}\n", names, backend->detail(), out.paths().front());
+  notes.push_back(fmt::format("recording {} with {} to {}", names, backend->detail(), out.paths().front()));
+  if (cb.note)
+    for (const auto& n : notes) cb.note(n);
 
   RecordResult r;
   uint64_t seen = 0, bytes = 0, dropped = 0;
@@ -146,8 +115,7 @@ RecordResult record(const RecordOptions& o) {
   };
   const IoSink write = [&](const Io& io) { out.append(io); };
   const int64_t start = boottime_ns();
-  int64_t last_status = start;
-  uint64_t status_ios = 0, status_bytes = 0;
+  int64_t last_progress = start;
   try {
     for (;;) {
       backend->poll(100, sink);
@@ -158,7 +126,7 @@ RecordResult record(const RecordOptions& o) {
         dropped = d;
       }
       out.tick(now);
-      if (g_stop) {
+      if (stop.load(std::memory_order_relaxed)) {
         r.stop_reason = "signal";
         break;
       }
@@ -166,15 +134,9 @@ RecordResult record(const RecordOptions& o) {
         r.stop_reason = "duration";
         break;
       }
-      if (o.status_line && now - last_status >= 1'000'000'000) {
-        const double secs = static_cast<double>(now - last_status) / 1e9;
-        fmt::print(stderr, "\r{} IOs  {:.0f} IOPS  {:.1f} MB/s  {} dropped  trace {}   ", seen,
-                   static_cast<double>(seen - status_ios) / secs,
-                   static_cast<double>(bytes - status_bytes) / secs / 1e6, dropped,
-                   human_bytes(static_cast<double>(out.file_bytes())));
-        status_ios = seen;
-        status_bytes = bytes;
-        last_status = now;
+      if (cb.progress && now - last_progress >= 1'000'000'000) {
+        cb.progress(RecordProgress{now - start, seen, bytes, dropped, out.file_bytes()});
+        last_progress = now;
       }
     }
     backend->poll(0, sink);  // what completed before the stop is still in the buffer
@@ -189,11 +151,10 @@ RecordResult record(const RecordOptions& o) {
     r.uncompleted = backend->uncompleted();
     out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();
-  } catch (const TraceError& e) {
+  } catch (const IoError& e) {
     r.write_failed = true;
     r.stop_reason = e.what();
   }
-  if (o.status_line) fmt::print(stderr, "\n");
   r.ios = out.ios();
   r.dropped = dropped;
   r.file_bytes = out.file_bytes();

@@ -1,13 +1,18 @@
 // record(): a whole capture session, as `iotape record` runs it.
 //
 // Builds the header (host, kernel, clock anchors, devices, options), starts
-// the back end, and writes IOs until SIGINT/SIGTERM, the duration, or a write
-// failure (full disk), then flushes and closes every file. The files are
-// valid at every moment: a killed recorder loses only the IOs since the last
-// flush (at most flush_interval plus the reorder window).
+// the back end, and writes IOs until `stop` is set, the duration ends, or a
+// write fails (IoError: full disk), then flushes and closes every file. The
+// files are valid at every moment: a killed recorder loses only the IOs since
+// the last flush (at most flush_interval plus the reorder window). Other
+// errors (no device to record, BPF refused, a format limit) are thrown.
+// record() installs no signal handlers and prints nothing: the caller sets
+// `stop` (from its own handlers) and shows what the callbacks tell it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,7 +33,6 @@ struct RecordOptions {
   // written in issue order. Longer in flight: written late, and counted.
   int64_t reorder_window_ns = 2'000'000'000;
   size_t reorder_max_ios = size_t{1} << 20;
-  bool status_line = false;          // a live line on stderr (when it is a terminal)
 };
 
 struct RecordResult {
@@ -42,6 +46,21 @@ struct RecordResult {
   bool write_failed = false;
 };
 
-RecordResult record(const RecordOptions& options);
+// What the capture has done so far, about once a second.
+struct RecordProgress {
+  int64_t elapsed_ns = 0;
+  uint64_t ios = 0;  // IOs seen (some may still wait in the reorder window)
+  uint64_t bytes = 0;
+  uint64_t dropped = 0;
+  uint64_t file_bytes = 0;
+};
+
+struct RecordCallbacks {
+  std::function<void(const std::string&)> note;  // what is recorded, devices skipped; before the first IO
+  std::function<void(const RecordProgress&)> progress;
+};
+
+// REQUIRES: root (BPF or tracefs). `stop` may be set from a signal handler.
+RecordResult record(const RecordOptions& options, const std::atomic<bool>& stop, const RecordCallbacks& callbacks = {});
 
 }  // namespace iotape::capture

@@ -42,7 +42,7 @@ void run_cat(const CatOptions& o) {
   if (reader.status().damaged) {
     std::fflush(stdout);
     fmt::print(stderr, "iotape: warning: {} (output stops there)\n", reader.status().message);
-    throw ExitCode{2};
+    throw ExitCode{kExitDamaged};
   }
 }
 

@@ -19,7 +19,7 @@ struct ExportOptions {
 
 void run_export(const ExportOptions& o) {
   const Exporter* ex = find_exporter(o.format);
-  if (!ex) throw TraceError("unknown export format '" + o.format + "'");
+  if (!ex) throw UsageError("unknown export format '" + o.format + "'");
   TraceReader reader(o.traces);
   const bool to_stdout = o.output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(o.output.c_str(), "wb");
@@ -32,7 +32,7 @@ void run_export(const ExportOptions& o) {
   for (const auto& n : r.notes) fmt::print(stderr, "note: {}\n", n);
   if (reader.status().damaged) {
     fmt::print(stderr, "iotape: warning: {} (export stops there)\n", reader.status().message);
-    throw ExitCode{2};
+    throw ExitCode{kExitDamaged};
   }
 }
 

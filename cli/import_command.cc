@@ -26,7 +26,7 @@ void run_import(const ImportOptions& o) {
     fmt::print(stderr, "import auto: {} looks like {}\n", o.inputs.front(), format);
   }
   const Importer* imp = find_importer(format);
-  if (!imp) throw TraceError("unknown import format '" + format + "'");
+  if (!imp) throw UsageError("unknown import format '" + format + "'");
   v1::TraceHeader header;
   header.set_source(v1::SOURCE_IMPORT);
   header.set_source_detail("import:" + format);

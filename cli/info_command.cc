@@ -91,7 +91,7 @@ void run_info(const InfoOptions& o) {
   }
   if (s.status.damaged) {
     fmt::print(stderr, "iotape: warning: {} (totals cover the IOs before it)\n", s.status.message);
-    throw ExitCode{2};
+    throw ExitCode{kExitDamaged};
   }
 }
 
@@ -107,7 +107,7 @@ void add_info_command(CLI::App& app) {
                                    "bytes_written, first_ns, last_ns, dropped_events, file_bytes, bytes_per_io, "
                                    "devices, ...)");
   sub->add_option("--device", o->device, "Count only the IOs of this device (MAJ:MIN)");
-  sub->footer("Exit status: 0 clean, 1 error, 2 the trace is damaged (totals stop at the damage).");
+  sub->footer("Exit status: 0 clean, 2 the trace is damaged (totals stop at the damage); other errors: iotape --help.");
   sub->callback([o] { run_info(*o); });
 }
 

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"iotape: record, import, inspect, replay and analyse block-I/O traces"};
   app.set_version_flag("--version", std::string("iotape ") + iotape::kVersion);
   app.require_subcommand(1);
+  app.footer(iotape::cli::kExitStatusHelp);
   iotape::cli::add_import_command(app);
   iotape::cli::add_info_command(app);
   iotape::cli::add_cat_command(app);
@@ -24,12 +25,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == 0 ? 0 : iotape::cli::kExitUsage;
   } catch (const iotape::cli::ExitCode& e) {
     return e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "iotape: %s\n", e.what());
-    return 1;
+    return iotape::cli::exit_status_of(e);
   }
   google::protobuf::ShutdownProtobufLibrary();
   return 0;

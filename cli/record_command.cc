@@ -2,9 +2,13 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
 
 #include "capture/recorder.h"
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 
 namespace iotape::cli {
 namespace {
@@ -56,6 +60,13 @@ int64_t parse_duration(const std::string& s, const char* what) {
   return static_cast<int64_t>(v * mult);
 }
 
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (b >= 1024 && i < 4) b /= 1024, ++i;
+  return fmt::format("{:.1f} {}", b, units[i]);
+}
+
 void run_record(RecordCli& c) {
   auto& o = c.o;
   if (!c.duration.empty()) o.duration_ns = parse_duration(c.duration, "--duration");
@@ -66,9 +77,26 @@ void run_record(RecordCli& c) {
   o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
   o.output.writer.file_mode = 0600;
   o.output.writer.zstd_level = c.zstd_level;
-  o.status_line = ::isatty(STDERR_FILENO);
+  const bool tty = ::isatty(STDERR_FILENO);
 
-  const capture::RecordResult r = capture::record(o);
+  const StopSignals signals;
+  capture::RecordCallbacks cb;
+  cb.note = [](const std::string& line) { fmt::print(stderr, "iotape: {}\n", line); };
+  uint64_t last_ios = 0, last_bytes = 0;
+  int64_t last_ns = 0;
+  if (tty)
+    cb.progress = [&](const capture::RecordProgress& p) {
+      const double secs = static_cast<double>(p.elapsed_ns - last_ns) / 1e9;
+      fmt::print(stderr, "\r{} IOs  {:.0f} IOPS  {:.1f} MB/s  {} dropped  trace {}   ", p.ios,
+                 static_cast<double>(p.ios - last_ios) / secs, static_cast<double>(p.bytes - last_bytes) / secs / 1e6,
+                 p.dropped, human_bytes(static_cast<double>(p.file_bytes)));
+      std::fflush(stderr);
+      last_ios = p.ios;
+      last_bytes = p.bytes;
+      last_ns = p.elapsed_ns;
+    };
+  const capture::RecordResult r = capture::record(o, signals.flag(), cb);
+  if (tty) fmt::print(stderr, "\n");
   fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
              fmt::join(r.paths, " "));
   if (r.unmatched)
@@ -78,7 +106,7 @@ void run_record(RecordCli& c) {
                r.uncompleted);
   if (r.write_failed) {
     fmt::print(stderr, "iotape: stopped: {}\n", r.stop_reason);
-    throw ExitCode{3};
+    throw ExitCode{kExitStopped};
   }
 }
 
@@ -111,8 +139,8 @@ void add_record_command(CLI::App& app) {
   sub->footer(
       "Timestamps are CLOCK_BOOTTIME ns (they keep counting across suspend); the header anchors them to Unix time.\n"
       "Rotation parts OUT.0000.iot, OUT.0001.iot, ... share one trace_id: `iotape info OUT.*.iot` reads them as one.\n"
-      "Exit status: 0 stopped by signal or --duration, 1 error, 3 the output could not be written (disk full):\n"
-      "the trace is then valid up to its last complete chunk.");
+      "Exit status: 0 stopped by signal or --duration, 3 the output could not be written (disk full): the trace\n"
+      "is then valid up to its last complete chunk; 77 a device that cannot be recorded; other errors: iotape --help.");
   sub->callback([c] { run_record(*c); });
 }
 

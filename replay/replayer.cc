@@ -60,8 +60,8 @@ std::string bytes_text(uint64_t b) {
 }  // namespace
 
 Prepared prepare_replay(const ReplayOptions& o) {
-  if (o.targets.empty()) throw TraceError("no --target given");
-  if (o.speed <= 0) throw TraceError("--speed must be positive");
+  if (o.targets.empty()) throw UsageError("no --target given");
+  if (o.speed <= 0) throw UsageError("--speed must be positive");
   Prepared p;
   p.options = o;
   // Read-only until the plan says the replay writes and that is allowed.
@@ -74,21 +74,21 @@ Prepared prepare_replay(const ReplayOptions& o) {
                            reader.status().message);
   }
   if (!p.plan.unfit.empty())
-    throw TraceError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
+    throw UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
                                  fmt::join(p.plan.unfit, "; ")));
   for (const auto& t : p.targets) {
     const auto problems = safety_problems(t);
     if (problems.empty()) continue;
     if (!o.force)
-      throw TraceError(fmt::format("refusing to replay onto {}: {} (--force to override)", t.path,
+      throw DeviceRefused(fmt::format("refusing to replay onto {}: {} (--force to override)", t.path,
                                    fmt::join(problems, "; ")));
     for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
   }
   if (o.prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
-    throw TraceError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
+    throw UsageError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
   const bool writes = p.plan.writes() || o.prefill != Prefill::kNone;
   if (p.plan.writes() && !o.allow_write && !o.dry_run)
-    throw TraceError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
+    throw UsageError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
                                  "to let it change the contents of {}",
                                  p.plan.by_op[static_cast<int>(Op::kWrite)],
                                  p.plan.by_op[static_cast<int>(Op::kDiscard)],

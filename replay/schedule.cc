@@ -32,7 +32,7 @@ int DeviceMap::target_of(uint32_t device) const {
   }
   if (targets_ == 1) return 0;
   if (device < targets_) return static_cast<int>(device);
-  throw TraceError(fmt::format("trace device #{} has no target: give --device-map", device));
+  throw UsageError(fmt::format("trace device #{} has no target: give --device-map", device));
 }
 
 Placement::Placement(const DeviceMap& map, const std::vector<Target>& targets, Fit fit,

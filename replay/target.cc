@@ -73,7 +73,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw error_errno(path, "cannot stat target", errno);
   t.block = S_ISBLK(st.st_mode);
-  if (!t.block && !S_ISREG(st.st_mode)) throw TraceError(path + ": target is neither a block device nor a regular file");
+  if (!t.block && !S_ISREG(st.st_mode)) throw UsageError(path + ": target is neither a block device nor a regular file");
   int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   if (t.block && writable && !force) flags |= O_EXCL;
   t.fd = ::open(path.c_str(), flags | O_DIRECT);
@@ -86,7 +86,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
   t.direct = t.fd >= 0;
   if (t.fd < 0 && errno == EINVAL && !t.block) t.fd = ::open(path.c_str(), flags);
   if (t.fd < 0) {
-    if (errno == EBUSY) throw TraceError(path + ": device is busy (mounted or held); --force to replay anyway");
+    if (errno == EBUSY) throw DeviceRefused(path + ": device is busy (mounted or held); --force to replay anyway");
     throw error_errno(path, "cannot open target", errno);
   }
   t.name = fs::path(path).filename().string();
@@ -110,7 +110,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
     t.logical_block = t.physical_block = 4096;  // safe O_DIRECT alignment on any filesystem
     t.model = "file";
   }
-  if (t.size == 0) throw TraceError(path + ": target has size 0");
+  if (t.size == 0) throw UsageError(path + ": target has size 0");
   return t;
 }
 

@@ -135,7 +135,7 @@ File open_file(const std::string& path) {
 class TraceReader::Impl {
  public:
   Impl(std::vector<std::string> paths, ReaderOptions options) : opt_(options) {
-    if (paths.empty()) throw TraceError("no trace files given");
+    if (paths.empty()) throw UsageError("no trace files given");
     for (auto& p : paths) files_.push_back(open_file(p));
     header_ = files_[0].header;
     // The final device table is in the index; without it, chunks add devices as they come.

@@ -13,9 +13,9 @@ DeviceFilter parse_device_filter(const std::string& text) {
   const char* e = b + text.size();
   auto r1 = std::from_chars(b, e, f.major);
   if (r1.ec != std::errc() || r1.ptr == e || *r1.ptr != ':')
-    throw TraceError("device '" + text + "': expected MAJ:MIN");
+    throw UsageError("device '" + text + "': expected MAJ:MIN");
   auto r2 = std::from_chars(r1.ptr + 1, e, f.minor);
-  if (r2.ec != std::errc() || r2.ptr != e) throw TraceError("device '" + text + "': expected MAJ:MIN");
+  if (r2.ec != std::errc() || r2.ptr != e) throw UsageError("device '" + text + "': expected MAJ:MIN");
   return f;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -168,7 +169,7 @@ NextIo random_writes(uint64_t span, uint64_t seed) {
 class Bench {
  public:
   explicit Bench(const BenchOptions& o) : o_(o) {
-    if (!o.allow_write) throw TraceError(o.target + ": bench tests write the whole target: give --allow-write");
+    if (!o.allow_write) throw UsageError(o.target + ": bench tests write the whole target: give --allow-write");
     std::filesystem::create_directories(o.out_dir);
   }
 
@@ -261,7 +262,7 @@ class Bench {
   ordered_json finish(ordered_json s) {
     std::ofstream f(o_.out_dir + "/summary.json");
     f << s.dump(2) << "\n";
-    if (!f) throw TraceError(o_.out_dir + "/summary.json: cannot write");
+    if (!f) throw error_errno(o_.out_dir + "/summary.json", "cannot write", errno);
     return s;
   }
 
@@ -270,9 +271,9 @@ class Bench {
     targets_.push_back(replay::open_target(o_.target, true, o_.force));
     const auto problems = replay::safety_problems(targets_[0]);
     if (!problems.empty() && !o_.force)
-      throw TraceError(o_.target + ": refusing to write: " + problems.front() + " (--force overrides)");
+      throw DeviceRefused(o_.target + ": refusing to write: " + problems.front() + " (--force overrides)");
     span_ = targets_[0].size / kFillBlock * kFillBlock;
-    if (span_ == 0) throw TraceError(o_.target + ": smaller than one 128 KiB block");
+    if (span_ == 0) throw UsageError(o_.target + ": smaller than one 128 KiB block");
   }
   const replay::Target& target() const { return targets_.at(0); }
 
@@ -381,7 +382,7 @@ nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& o)
   if (test == "consistency") return b.consistency();
   if (test == "trim") return b.trim();
   if (test == "fresh-vs-used") return b.fresh_vs_used();
-  throw TraceError("unknown bench test '" + test + "' (precondition, consistency, trim, fresh-vs-used)");
+  throw UsageError("unknown bench test '" + test + "' (precondition, consistency, trim, fresh-vs-used)");
 }
 
 }  // namespace iotape::workloads

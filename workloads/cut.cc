@@ -49,7 +49,7 @@ nlohmann::ordered_json to_json(const std::vector<ChosenWindow>& chosen) {
 }  // namespace
 
 Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns) {
-  if (length_ns <= 0) throw TraceError("the window length must be positive");
+  if (length_ns <= 0) throw UsageError("the window length must be positive");
   Activity result;
   std::vector<WindowActivity>& windows = result.windows;
   // Busy time of the windows an interval still reaches into; a window closes
@@ -139,7 +139,7 @@ std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count) {
 }
 
 CutResult cut(const CutOptions& o) {
-  if (o.max_idle_ns < 0) throw TraceError("--max-idle must not be negative");
+  if (o.max_idle_ns < 0) throw UsageError("--max-idle must not be negative");
   CutResult result;
   if (o.mode == CutMode::kWindows) {
     for (const auto& w : o.windows) {
@@ -149,7 +149,7 @@ CutResult cut(const CutOptions& o) {
     result.chosen = in_time_order(std::move(result.chosen));
     for (size_t i = 1; i < result.chosen.size(); ++i)
       if (result.chosen[i].activity.start_ns < result.chosen[i - 1].activity.end_ns)
-        throw TraceError("windows overlap: give them without overlaps");
+        throw UsageError("windows overlap: give them without overlaps");
   } else {
     TraceReader pass1(o.traces);
     const auto activity = measure_windows(pass1, o.filter, o.length_ns);
@@ -164,7 +164,7 @@ CutResult cut(const CutOptions& o) {
     if (reader.next(first)) origin = first.issue_ns;
   }
   if (origin == kNoTime) throw TraceError(o.traces.front() + ": the trace has no IOs");
-  if (result.chosen.empty()) throw TraceError("no window has any selected IO: nothing to cut");
+  if (result.chosen.empty()) throw UsageError("no window has any selected IO: nothing to cut");
 
   v1::TraceHeader h = reader.header();
   auto& meta = *h.mutable_metadata();

@@ -155,13 +155,13 @@ SynthResult synthesize(const Profile& prof, const SynthOptions& o, const std::st
   for (const auto& p : prof.phases)
     for (const auto& s : p.sizes)
       if (s.high * p.threads > span)
-        throw TraceError(fmt::format("{}: span {} is too small for {} IOs of {} bytes", prof.name, span,
+        throw UsageError(fmt::format("{}: span {} is too small for {} IOs of {} bytes", prof.name, span,
                                      p.threads > 1 ? fmt::format("{} zones of", p.threads) : "", s.high));
   uint64_t ios = prof.ios;
   int64_t duration = prof.duration_ns;
   if (o.ios) ios = *o.ios, duration = 0;
   if (o.duration_ns) duration = *o.duration_ns, ios = 0;
-  if (ios == 0 && duration <= 0) throw TraceError("the length must be positive");
+  if (ios == 0 && duration <= 0) throw UsageError("the length must be positive");
 
   v1::TraceHeader h;
   h.set_source(v1::SOURCE_SYNTH);

@@ -126,7 +126,7 @@ class EventStream {
 }  // namespace
 
 ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
-  if (inputs.empty()) throw TraceError("no blktrace inputs");
+  if (inputs.empty()) throw UsageError("no blktrace inputs");
   std::vector<EventStream> streams(inputs.begin(), inputs.end());
   // Merge the inputs by event time; within one input, file order stands.
   auto later = [&streams](size_t a, size_t b) {

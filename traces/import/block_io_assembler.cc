@@ -326,7 +326,7 @@ class BlockIoAssembler::Impl {
 };
 
 
-TraceError EventPlace::error(const std::string& why) const {
+InputError EventPlace::error(const std::string& why) const {
   return is_line ? error_at_line(file, at, why) : error_at_byte(file, at, why);
 }
 

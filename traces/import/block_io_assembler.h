@@ -60,7 +60,7 @@ struct EventPlace {
   const std::string& file;
   uint64_t at;
   bool is_line;
-  TraceError error(const std::string& why) const;
+  InputError error(const std::string& why) const;
 };
 
 class BlockIoAssembler {

@@ -79,7 +79,7 @@ std::string classify(std::string_view line) {
 std::string detect_format(std::istream& in, const std::string& name) {
   std::string head(kHeadBytes, '\0');
   head.resize(read_bytes(in, head.data(), head.size()));
-  if (head.empty()) throw TraceError(name + ": empty input: cannot tell its format");
+  if (head.empty()) throw InputError(name + ": empty input: cannot tell its format");
   if (head.size() >= 4) {
     uint32_t magic;
     std::memcpy(&magic, head.data(), 4);
@@ -88,7 +88,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
   if (!is_text(head)) {
     // vscsi has no magic: its version byte sits at offset 15 (v1) or 3 (v2).
     if (head.size() >= 32 && (head[15] == 1 || head[3] == 2)) return "vscsi";
-    throw TraceError(name + ": binary data that is neither blktrace nor vscsi: cannot tell its format");
+    throw InputError(name + ": binary data that is neither blktrace nor vscsi: cannot tell its format");
   }
   // Text: the header line, or else what the first data lines look like.
   std::vector<std::string_view> lines;
@@ -100,7 +100,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
     if (!line.empty()) lines.push_back(line);
   }
-  if (lines.empty()) throw TraceError(name + ": only blank lines: cannot tell its format");
+  if (lines.empty()) throw InputError(name + ": only blank lines: cannot tell its format");
   const std::string_view first = lines[0];
   if (first == "fio version 2 iolog" || first == "fio version 3 iolog") return "fio-iolog";
   if (first.starts_with("index,device,major,minor,op,flags,")) return "csv";
@@ -112,7 +112,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
   for (size_t i = 0; i < lines.size() && i < kLinesJudged; ++i) {
     const std::string fits = classify(lines[i]);
     if (fits.empty() || (!found.empty() && fits != found))
-      throw TraceError(name + ": line '" + std::string(lines[i].substr(0, 60)) +
+      throw InputError(name + ": line '" + std::string(lines[i].substr(0, 60)) +
                        "' fits no single format: cannot tell the format; name it instead of auto");
     found = fits;
   }

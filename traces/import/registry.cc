@@ -23,7 +23,7 @@ namespace {
 // have no volume ids to filter by (or name devices themselves).
 template <StreamImporter import>
 ImportReport import_paths(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out) {
-  if (!options.volumes.empty()) throw TraceError("this import format does not filter volumes (--volume)");
+  if (!options.volumes.empty()) throw UsageError("this import format does not filter volumes (--volume)");
   return import_files(paths, out, import);
 }
 

@@ -48,7 +48,7 @@ class RunReader {
     }
     comm_.resize(r.comm_len);
     if (r.comm_len && std::fread(comm_.data(), 1, r.comm_len, f_) != r.comm_len)
-      throw TraceError(dir_ + ": a spilled sort run is cut short");
+      throw InputError(dir_ + ": a spilled sort run is cut short");
     io_ = {.issue_ns = r.issue_ns, .queue_ns = r.queue_ns, .complete_ns = r.complete_ns, .offset = r.offset,
            .length = r.length, .device = r.device, .op = r.op, .flags = r.flags, .status = r.status,
            .pid = r.pid, .comm = comm_, .cgroup = r.cgroup, .cpu = r.cpu, .source_index = r.source_index};

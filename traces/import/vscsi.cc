@@ -51,7 +51,7 @@ std::string device_name(const std::string& path) {
   return name;
 }
 
-TraceError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
+InputError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
   return error_at_byte(file, at,
                        "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
 }

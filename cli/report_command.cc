@@ -1,6 +1,7 @@
 // iotape report: the metrics storage reviews publish, from one trace.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <fstream>
 
 #include "analysis/report.h"
@@ -41,11 +42,11 @@ void run_report(const ReportCommandOptions& o) {
   if (!o.series_csv.empty()) {
     std::ofstream f(o.series_csv);
     f << analysis::series_csv(r);
-    if (!f) throw TraceError(o.series_csv + ": cannot write the series");
+    if (!f) throw error_errno(o.series_csv, "cannot write the series", errno);
   }
   if (r.status.damaged) {
     fmt::print(stderr, "iotape: warning: {} (the report covers the IOs before it)\n", r.status.message);
-    throw ExitCode{2};
+    throw ExitCode{kExitDamaged};
   }
 }
 
@@ -86,7 +87,7 @@ void add_report_command(CLI::App& app) {
       "  write_busy_time_ns, idle_ns, avg_data_rate_MBps {read, write, combined}, latency_ns {OP: count, mean,\n"
       "  p50, p90, p99, p99_9, max}, q2d_ns/d2c_ns/q2c_ns, io_size_pct, io_size_histogram, sequential_pct,\n"
       "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes, metadata.\n"
-      "Exit status: 0 clean, 1 error, 2 the trace is damaged (the report stops at the damage).");
+      "Exit status: 0 clean, 2 the trace is damaged (the report stops at the damage); other errors: iotape --help.");
   sub->callback([o] { run_report(*o); });
 }
 

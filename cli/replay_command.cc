@@ -1,5 +1,4 @@
 // iotape replay: replays a trace onto block devices or files.
-#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -9,15 +8,12 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 #include "replay/replayer.h"
 #include "traces/error.h"
 
 namespace iotape::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_interrupt(int) { g_stop.store(true); }
 
 struct ReplayArgs {
   replay::ReplayOptions o;
@@ -32,7 +28,7 @@ void run(ReplayArgs& a) {
     char* end = nullptr;
     const unsigned long qd = std::strtoul(a.qd.c_str(), &end, 10);
     if (end == a.qd.c_str() || *end != '\0' || qd == 0 || qd > 65536)
-      throw TraceError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
+      throw UsageError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
     o.qd = static_cast<uint32_t>(qd);
   }
   if (!a.max_idle.empty()) o.max_idle_ns = replay::parse_duration(a.max_idle);
@@ -53,12 +49,9 @@ void run(ReplayArgs& a) {
     fmt::print("{}", replay::describe_plan(p));
     return;
   }
-  if (o.result.empty()) throw TraceError("-o RESULT is required (except with --dry-run)");
+  if (o.result.empty()) throw UsageError("-o RESULT is required (except with --dry-run)");
 
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  const StopSignals signals;
   std::function<void(const replay::Progress&)> show;
   if (tty)
     show = [](const replay::Progress& pr) {
@@ -73,7 +66,7 @@ void run(ReplayArgs& a) {
                  pr.errors);
       std::fflush(stderr);
     };
-  const replay::Outcome out = replay::run_replay(p, g_stop, show);
+  const replay::Outcome out = replay::run_replay(p, signals.flag(), show);
   if (tty) fmt::print(stderr, "\n");
   if (!out.device_times && o.times == replay::Times::kAuto)
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
@@ -88,7 +81,7 @@ void run(ReplayArgs& a) {
                static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
-  if (out.interrupted) throw ExitCode{g_stop.load() ? 130 : 3};
+  if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
 }
 
 }  // namespace
@@ -140,8 +133,9 @@ void add_replay_command(CLI::App& app) {
   sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration); touch nothing");
   sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
   sub->add_option("--window", a->window, "START..END: only the IOs in this part of the trace (e.g. 10s..70s)");
-  sub->footer("Exit status: 0 done, 1 error (nothing replayed), 3 stopped by --stop-on-error, 130 interrupted; "
-              "the result trace is valid in every case where the replay started.");
+  sub->footer("Exit status: 0 done, 3 stopped by --stop-on-error, 77 a target refused (mounted, swap, held; "
+              "nothing replayed), 130 interrupted; the result trace is valid in every case where the replay "
+              "started. Other errors (nothing replayed): iotape --help.");
   sub->callback([a] { run(*a); });
 }
 

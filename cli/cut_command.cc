@@ -75,7 +75,7 @@ void add_cut_command(CLI::App& app) {
       "trace has no completion times)\nand bytes, each relative to the highest window's. The chosen windows and why "
       "are printed and stored\nin the header metadata (cut.windows).");
   sub->callback([a] {
-    if (!a->heavy && !a->light && a->windows.empty()) throw TraceError("give --heavy, --light or --window");
+    if (!a->heavy && !a->light && a->windows.empty()) throw UsageError("give --heavy, --light or --window");
     run_cut(*a);
   });
 }

@@ -1,6 +1,7 @@
 // iotape compare: results of several drives and workloads, charted side by side.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -22,13 +23,13 @@ struct CompareOptions {
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << content;
-  if (!f) throw TraceError(path + ": cannot write");
+  if (!f) throw error_errno(path, "cannot write", errno);
 }
 
 void run_compare(const CompareOptions& o) {
-  if (o.html.empty() && o.svg_dir.empty() && !o.json) throw TraceError("nothing to write: give --html, --svg-dir or --json");
+  if (o.html.empty() && o.svg_dir.empty() && !o.json) throw UsageError("nothing to write: give --html, --svg-dir or --json");
   if (!o.labels.empty() && o.labels.size() != o.results.size())
-    throw TraceError(fmt::format("{} --label for {} results: give one per result, in order", o.labels.size(),
+    throw UsageError(fmt::format("{} --label for {} results: give one per result, in order", o.labels.size(),
                                  o.results.size()));
   std::vector<analysis::CompareEntry> entries;
   for (size_t i = 0; i < o.results.size(); ++i)
