@@ -7,43 +7,6 @@
 
 namespace iotape::analysis {
 
-void BusyTime::add(int64_t start, int64_t end) {
-  if (end <= start) return;
-  if (!open_) {
-    open_ = true;
-    seg_start_ = start;
-    seg_end_ = end;
-  } else if (start > seg_end_) {
-    closed_ns_ += seg_end_ - seg_start_;
-    seg_start_ = start;
-    seg_end_ = end;
-  } else if (start >= seg_start_ || end >= seg_start_) {
-    seg_start_ = std::min(seg_start_, start);
-    seg_end_ = std::max(seg_end_, end);
-  } else {
-    closed_ns_ += end - start;  // late, and wholly before the open segment
-  }
-}
-
-int QueueDepth::bucket_of(uint64_t qd) {
-  if (qd <= 3) return qd == 0 ? 0 : static_cast<int>(qd) - 1;
-  if (qd <= 5) return 3;
-  if (qd <= 10) return 4;
-  if (qd <= 20) return 5;
-  if (qd <= 32) return 6;
-  return 7;
-}
-
-void QueueDepth::add(const Io& io) {
-  while (!outstanding_.empty() && outstanding_.top() <= io.issue_ns) outstanding_.pop();
-  const uint64_t qd = outstanding_.size() + 1;
-  ++buckets_[bucket_of(qd)];
-  ++ios_;
-  sum_ += qd;
-  max_ = std::max(max_, qd);
-  if (io.has_complete() && io.complete_ns > io.issue_ns) outstanding_.push(io.complete_ns);
-}
-
 int SizeMix::bucket_of(uint64_t bytes) {
   constexpr uint64_t k = 1024;
   if (bytes < 4 * k) return 0;

@@ -6,59 +6,17 @@
 
 #include <array>
 #include <cstdint>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/histogram.h"
+#include "stats/busy_time.h"
+#include "stats/histogram.h"
+#include "stats/queue_depth.h"
 #include "traces/io.h"
 
 namespace iotape::analysis {
-
-// Length of the union of [start, end) intervals given in non-decreasing start
-// order: the time with at least one IO outstanding. Sorted starts make the
-// union a sweep that keeps only the open segment, so no per-IO state is kept.
-// An interval that starts before the open segment (a late IO the writer could
-// not sort) is merged when it touches the segment and otherwise counted on
-// its own, which can only overstate the union by its overlap with earlier
-// segments.
-class BusyTime {
- public:
-  void add(int64_t start, int64_t end);
-  int64_t total_ns() const { return closed_ns_ + (open_ ? seg_end_ - seg_start_ : 0); }
-
- private:
-  bool open_ = false;
-  int64_t seg_start_ = 0;
-  int64_t seg_end_ = 0;
-  int64_t closed_ns_ = 0;
-};
-
-// Queue depth seen by each IO at its issue: the IOs outstanding then,
-// counting the IO itself. A min-heap holds the completion times of the
-// outstanding IOs (bounded by the device's queue depth); an IO completing at
-// the very instant another is issued no longer counts. IOs without a
-// completion time are counted at their issue but never outstanding.
-class QueueDepth {
- public:
-  static constexpr std::array<std::string_view, 8> kBucketNames = {"1",    "2",     "3",     "4-5",
-                                                                   "6-10", "11-20", "21-32", ">32"};
-  void add(const Io& io);
-  uint64_t ios() const { return ios_; }
-  double mean() const { return ios_ ? static_cast<double>(sum_) / static_cast<double>(ios_) : 0.0; }
-  uint64_t max() const { return max_; }
-  const std::array<uint64_t, 8>& buckets() const { return buckets_; }
-  static int bucket_of(uint64_t qd);
-
- private:
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> outstanding_;
-  std::array<uint64_t, 8> buckets_{};
-  uint64_t ios_ = 0;
-  uint64_t sum_ = 0;
-  uint64_t max_ = 0;
-};
 
 // Sizes of reads and writes: the review buckets plus the full histogram.
 // A size between two named buckets goes to the lower one (6 KiB counts as
@@ -70,12 +28,12 @@ class SizeMix {
   void add(const Io& io);
   uint64_t ios() const { return histogram_.count(); }
   const std::array<uint64_t, 8>& buckets() const { return buckets_; }
-  const LogLinearHistogram& histogram() const { return histogram_; }
+  const stats::LogLinearHistogram& histogram() const { return histogram_; }
   static int bucket_of(uint64_t bytes);
 
  private:
   std::array<uint64_t, 8> buckets_{};
-  LogLinearHistogram histogram_;
+  stats::LogLinearHistogram histogram_;
 };
 
 // Sequential share of reads and writes: an IO is sequential when it starts
@@ -96,9 +54,9 @@ class Sequential {
 // the device and the headline number; Q2D (queued to issued) and Q2C (queued
 // to completed) exist when the trace has queue times, as in blktrace's btt.
 struct OpLatency {
-  LogLinearHistogram d2c;
-  LogLinearHistogram q2d;
-  LogLinearHistogram q2c;
+  stats::LogLinearHistogram d2c;
+  stats::LogLinearHistogram q2d;
+  stats::LogLinearHistogram q2c;
   void add(const Io& io);
 };
 

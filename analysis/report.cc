@@ -52,15 +52,15 @@ double data_rate_MBps(uint64_t bytes, int64_t busy_ns) {
   return busy_ns > 0 ? static_cast<double>(bytes) / 1e6 / (static_cast<double>(busy_ns) / 1e9) : 0.0;
 }
 
-LogLinearHistogram Report::data_latency() const {
-  LogLinearHistogram h = latency_of(Op::kRead).d2c;
+stats::LogLinearHistogram Report::data_latency() const {
+  stats::LogLinearHistogram h = latency_of(Op::kRead).d2c;
   h.merge(latency_of(Op::kWrite).d2c);
   return h;
 }
 
 Report analyse(TraceReader& reader, const ReportOptions& o) {
   Report r(o.series_points, o.tracked_processes);
-  BusyTime busy, read_busy, write_busy;
+  stats::BusyTime busy, read_busy, write_busy;
   DeviceSelection selection(o.device);
   std::vector<bool> device_used;
   int64_t lo = std::numeric_limits<int64_t>::min();

@@ -41,7 +41,7 @@ struct Report : IoTotals {
   std::array<OpLatency, kOpCount> latency;  // indexed by Op
   SizeMix sizes;          // reads and writes
   Sequential sequential;  // reads and writes
-  QueueDepth queue_depth; // all IOs
+  stats::QueueDepth queue_depth; // all IOs
   TimeSeries series;
   Processes processes;
 
@@ -54,7 +54,7 @@ struct Report : IoTotals {
   const OpLatency& latency_of(Op o) const { return latency[static_cast<int>(o)]; }
   int64_t idle_ns() const { return duration_ns() - busy_ns; }
   // Latency of reads and writes together (merged histograms).
-  LogLinearHistogram data_latency() const;
+  stats::LogLinearHistogram data_latency() const;
 };
 
 // Average data rate in MB/s (10^6 bytes per second) over a busy time; 0 when idle.

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/totals_json.h"
+#include "traces/summary_json.h"
 
 namespace iotape::analysis {
 
@@ -16,7 +16,7 @@ using nlohmann::ordered_json;
 double rounded(double v, double scale = 1e4) { return std::round(v * scale) / scale; }
 double pct(uint64_t part, uint64_t whole) { return whole ? rounded(100.0 * part / whole) : 0.0; }
 
-ordered_json latency_json(const LogLinearHistogram& h) {
+ordered_json latency_json(const stats::LogLinearHistogram& h) {
   ordered_json j;
   j["count"] = h.count();
   j["mean"] = rounded(h.mean(), 1);
@@ -30,10 +30,10 @@ ordered_json latency_json(const LogLinearHistogram& h) {
 }
 
 // Per operation, only the operations that have values.
-ordered_json per_op(const Report& r, LogLinearHistogram OpLatency::*which, bool with_all) {
+ordered_json per_op(const Report& r, stats::LogLinearHistogram OpLatency::*which, bool with_all) {
   ordered_json j = ordered_json::object();
   for (int op = 0; op < kOpCount; ++op) {
-    const LogLinearHistogram& h = r.latency[op].*which;
+    const stats::LogLinearHistogram& h = r.latency[op].*which;
     if (h.count()) j[std::string(op_name(static_cast<Op>(op)))] = latency_json(h);
   }
   if (with_all) j["all"] = latency_json(r.data_latency());
@@ -121,7 +121,7 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   for (const auto& b : r.sizes.histogram().buckets()) sizes.push_back({{"low", b.low}, {"high", b.high}, {"count", b.count}});
   j["io_size_histogram"] = sizes;
   j["sequential_pct"] = pct(r.sequential.sequential(), r.sequential.ios());
-  j["qd_pct"] = bucket_pct(QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
+  j["qd_pct"] = bucket_pct(stats::QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
   j["avg_qd"] = rounded(r.queue_depth.mean());
   j["max_qd"] = r.queue_depth.max();
   ordered_json series;
@@ -226,9 +226,9 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
     out += fmt::format("{:<13}{} dropped events, {} late IOs{}\n", "warning", r.dropped_events, r.late_ios,
                        r.status.damaged ? ", damaged: " + r.status.message : "");
 
-  auto latency_rows = [&](const std::string& title, LogLinearHistogram OpLatency::*which, bool with_all) {
+  auto latency_rows = [&](const std::string& title, stats::LogLinearHistogram OpLatency::*which, bool with_all) {
     std::vector<std::vector<std::string>> rows = {{title, "IOs", "mean", "p50", "p90", "p99", "p99.9", "max"}};
-    auto add = [&](const std::string& name, const LogLinearHistogram& h) {
+    auto add = [&](const std::string& name, const stats::LogLinearHistogram& h) {
       if (h.count())
         rows.push_back({name, std::to_string(h.count()), us(static_cast<uint64_t>(h.mean())), us(h.percentile(50)),
                         us(h.percentile(90)), us(h.percentile(99)), us(h.percentile(99.9)), us(h.max())});
@@ -252,7 +252,7 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
     out += "\n" + table({top, bottom});
   };
   bucket_rows("IO size", SizeMix::kBucketNames, r.sizes.buckets(), r.sizes.ios());
-  bucket_rows("queue depth", QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
+  bucket_rows("queue depth", stats::QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
 
   if (o.by_process) {
     std::vector<std::vector<std::string>> rows = {{"process", "pid", "IOs", "MB", "MB read", "MB written"}};

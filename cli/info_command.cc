@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/totals_json.h"
+#include "traces/summary_json.h"
 #include "cli/commands.h"
 #include "traces/summary.h"
 
@@ -37,8 +37,8 @@ void run_info(const InfoOptions& o) {
   const double per_io = s.ios ? static_cast<double>(bytes) / static_cast<double>(s.ios) : 0.0;
 
   nlohmann::ordered_json j;
-  analysis::put_op_counts(j, s);
-  analysis::put_time_span(j, s);
+  put_op_counts(j, s);
+  put_time_span(j, s);
   j["dropped_events"] = s.dropped_events;
   j["late_ios"] = s.late_ios;
   j["errors"] = s.errors;

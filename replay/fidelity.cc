@@ -7,7 +7,7 @@
 namespace iotape::replay {
 
 void Fidelity::Depths::add(uint64_t qd) {
-  ++buckets[analysis::QueueDepth::bucket_of(qd)];
+  ++buckets[stats::QueueDepth::bucket_of(qd)];
   sum += qd;
 }
 
@@ -97,7 +97,7 @@ namespace {
 std::string percents(const std::array<uint64_t, 8>& b, uint64_t total) {
   std::string s;
   for (size_t i = 0; i < b.size(); ++i)
-    s += fmt::format("{}{}:{:.1f}%", i ? " " : "", analysis::QueueDepth::kBucketNames[i],
+    s += fmt::format("{}{}:{:.1f}%", i ? " " : "", stats::QueueDepth::kBucketNames[i],
                      total ? 100.0 * static_cast<double>(b[i]) / static_cast<double>(total) : 0.0);
   return s;
 }

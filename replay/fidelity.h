@@ -23,8 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/accumulators.h"
-#include "analysis/histogram.h"
+#include "stats/busy_time.h"
+#include "stats/queue_depth.h"
+#include "stats/histogram.h"
 #include "replay/schedule.h"
 #include "traces/io.h"
 
@@ -41,7 +42,7 @@ struct FidelitySummary {
   uint64_t interarrival_error_p50_ns = 0, interarrival_error_p99_ns = 0, interarrival_error_max_ns = 0;
   int64_t intended_span_ns = 0;  // due time of the last IO (original timing)
   int64_t replayed_span_ns = 0;  // replayed issue time of the last IO
-  std::array<uint64_t, 8> recorded_qd{}, replayed_qd{};  // analysis::QueueDepth buckets
+  std::array<uint64_t, 8> recorded_qd{}, replayed_qd{};  // stats::QueueDepth buckets
   double recorded_qd_mean = 0, replayed_qd_mean = 0;
   uint64_t recorded_reorders = 0, replayed_reorders = 0;
 
@@ -65,7 +66,7 @@ class Fidelity {
   FidelitySummary summary() const;
 
  private:
-  // Queue depths counted in analysis::QueueDepth's buckets.
+  // Queue depths counted in stats::QueueDepth's buckets.
   struct Depths {
     std::array<uint64_t, 8> buckets{};
     uint64_t sum = 0;
@@ -91,9 +92,9 @@ class Fidelity {
 
   bool timed_;
   uint64_t ios_ = 0, errors_ = 0;
-  analysis::LogLinearHistogram issue_error_, interarrival_error_, held_, late_;
+  stats::LogLinearHistogram issue_error_, interarrival_error_, held_, late_;
   uint64_t held_ios_ = 0;
-  analysis::BusyTime recorded_busy_, replayed_busy_;
+  stats::BusyTime recorded_busy_, replayed_busy_;
   Depths recorded_qd_, replayed_qd_;
   bool have_prev_ = false;
   int64_t prev_due_ = 0, prev_issue_ = 0, last_due_ = 0, last_issue_ = 0;

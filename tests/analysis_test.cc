@@ -18,7 +18,7 @@
 #include <random>
 #include <sstream>
 
-#include "analysis/histogram.h"
+#include "stats/histogram.h"
 #include "analysis/report.h"
 #include "analysis/report_output.h"
 #include "tests/test_support.h"
@@ -60,7 +60,7 @@ uint64_t exact_percentile(const std::vector<uint64_t>& sorted, double p) {
 void check_within_bound(uint64_t got, uint64_t exact) {
   INFO("got " << got << ", exact " << exact);
   CHECK(std::abs(static_cast<double>(got) - static_cast<double>(exact)) <=
-        LogLinearHistogram::kRelativeError * static_cast<double>(exact));
+        stats::LogLinearHistogram::kRelativeError * static_cast<double>(exact));
 }
 
 // Union length of [start, end) intervals: sort, then merge.
@@ -86,22 +86,22 @@ int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> iv) {
 
 TEST_CASE("histogram buckets tile the integers with bounded width") {
   for (uint64_t v : {0ull, 1ull, 127ull, 128ull, 129ull, 255ull, 256ull, 4096ull, 1000000007ull, (1ull << 63) + 5}) {
-    const uint32_t i = LogLinearHistogram::index_of(v);
-    CHECK(LogLinearHistogram::lowest_in(i) <= v);
-    CHECK(LogLinearHistogram::highest_in(i) >= v);
-    const double width = static_cast<double>(LogLinearHistogram::highest_in(i) - LogLinearHistogram::lowest_in(i) + 1);
-    CHECK(width <= std::max(1.0, static_cast<double>(LogLinearHistogram::lowest_in(i)) / 128.0));
+    const uint32_t i = stats::LogLinearHistogram::index_of(v);
+    CHECK(stats::LogLinearHistogram::lowest_in(i) <= v);
+    CHECK(stats::LogLinearHistogram::highest_in(i) >= v);
+    const double width = static_cast<double>(stats::LogLinearHistogram::highest_in(i) - stats::LogLinearHistogram::lowest_in(i) + 1);
+    CHECK(width <= std::max(1.0, static_cast<double>(stats::LogLinearHistogram::lowest_in(i)) / 128.0));
   }
   // Consecutive buckets are adjacent.
   for (uint32_t i = 0; i < 3000; ++i)
-    CHECK(LogLinearHistogram::highest_in(i) + 1 == LogLinearHistogram::lowest_in(i + 1));
+    CHECK(stats::LogLinearHistogram::highest_in(i) + 1 == stats::LogLinearHistogram::lowest_in(i + 1));
 }
 
 TEST_CASE("histogram percentiles are within the documented bound of exact ones, and merge") {
   std::mt19937_64 rng(42);
   std::lognormal_distribution<double> dist(11.0, 1.5);  // ~60 us median, long tail
   std::vector<uint64_t> values;
-  LogLinearHistogram a, b;
+  stats::LogLinearHistogram a, b;
   for (int i = 0; i < 200000; ++i) {
     const auto v = static_cast<uint64_t>(dist(rng));
     values.push_back(v);

@@ -323,12 +323,12 @@ TEST_CASE("the dependency rule waits only for IOs that completed before the reco
   CHECK(deps.size() == 0);
 }
 
-TEST_CASE("replay fidelity: the recorded queue depth as analysis::QueueDepth counts it, reorders in completion order") {
+TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts it, reorders in completion order") {
   // Coarse times, so that completions tie with each other and with later
   // issues; some IOs have no recorded completion.
   std::mt19937_64 rng(5);
   replay::Fidelity fidelity(false);
-  analysis::QueueDepth qd;
+  stats::QueueDepth qd;
   std::vector<std::pair<int64_t, uint64_t>> completions;
   int64_t t = 0;
   for (uint64_t i = 0; i < 20000; ++i) {

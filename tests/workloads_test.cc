@@ -76,7 +76,7 @@ TEST_CASE("synth storage-heavy and storage-light match the published statistics"
       CHECK(std::abs(pct(r.queue_depth.buckets()[0], r.queue_depth.ios()) - pub.qd1) <= 2.0);
       if (pub.qd)
         for (size_t b = 0; b < 8; ++b) {
-          INFO("QD bucket " << analysis::QueueDepth::kBucketNames[b]);
+          INFO("QD bucket " << stats::QueueDepth::kBucketNames[b]);
           CHECK(std::abs(pct(r.queue_depth.buckets()[b], r.queue_depth.ios()) - (*pub.qd)[b]) <= 2.0);
         }
       if (pub.mean_qd) CHECK(std::abs(r.queue_depth.mean() - *pub.mean_qd) <= 0.2);

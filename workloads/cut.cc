@@ -54,7 +54,7 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
   std::vector<WindowActivity>& windows = result.windows;
   // Busy time of the windows an interval still reaches into; a window closes
   // once an IO is issued after its end, since no later IO can start in it.
-  std::map<size_t, analysis::BusyTime> open;
+  std::map<size_t, stats::BusyTime> open;
   int64_t origin = kNoTime;
   auto window = [&](size_t i) -> WindowActivity& {
     while (windows.size() <= i) {

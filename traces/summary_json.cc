@@ -1,6 +1,6 @@
-#include "analysis/totals_json.h"
+#include "traces/summary_json.h"
 
-namespace iotape::analysis {
+namespace iotape {
 
 using nlohmann::ordered_json;
 
@@ -23,4 +23,4 @@ void put_time_span(ordered_json& j, const IoTotals& t) {
   j["duration_ns"] = t.duration_ns();
 }
 
-}  // namespace iotape::analysis
+}  // namespace iotape

@@ -6,7 +6,7 @@
 
 #include "traces/summary.h"
 
-namespace iotape::analysis {
+namespace iotape {
 
 // ios, reads, writes, flushes, discards, write_zeroes, other, bytes_read,
 // bytes_written, bytes_discarded.
@@ -14,4 +14,4 @@ void put_op_counts(nlohmann::ordered_json& j, const IoTotals& t);
 // first_ns and last_ns (null without IOs), duration_ns.
 void put_time_span(nlohmann::ordered_json& j, const IoTotals& t);
 
-}  // namespace iotape::analysis
+}  // namespace iotape

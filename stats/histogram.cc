@@ -1,10 +1,10 @@
-#include "analysis/histogram.h"
+#include "stats/histogram.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
-namespace iotape::analysis {
+namespace iotape::stats {
 
 namespace {
 constexpr uint64_t kSub = uint64_t{1} << LogLinearHistogram::kSubBits;
@@ -76,4 +76,4 @@ std::vector<LogLinearHistogram::Bucket> LogLinearHistogram::buckets() const {
   return out;
 }
 
-}  // namespace iotape::analysis
+}  // namespace iotape::stats

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace iotape::analysis {
+namespace iotape::stats {
 
 class LogLinearHistogram {
  public:
@@ -52,4 +52,4 @@ class LogLinearHistogram {
   double sum_ = 0;  // a double: sums of ns latencies overflow 64 bits on long traces
 };
 
-}  // namespace iotape::analysis
+}  // namespace iotape::stats

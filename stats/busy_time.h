@@ -1,0 +1,28 @@
+// BusyTime: the time with at least one IO outstanding, the headline figure of
+// storage reviews (`iotape report`) and of a replay's fidelity.
+#pragma once
+
+#include <cstdint>
+
+namespace iotape::stats {
+
+// Length of the union of [start, end) intervals given in non-decreasing start
+// order: the time with at least one IO outstanding. Sorted starts make the
+// union a sweep that keeps only the open segment, so no per-IO state is kept.
+// An interval that starts before the open segment (a late IO the writer could
+// not sort) is merged when it touches the segment and otherwise counted on
+// its own, which can only overstate the union by its overlap with earlier
+// segments.
+class BusyTime {
+ public:
+  void add(int64_t start, int64_t end);
+  int64_t total_ns() const { return closed_ns_ + (open_ ? seg_end_ - seg_start_ : 0); }
+
+ private:
+  bool open_ = false;
+  int64_t seg_start_ = 0;
+  int64_t seg_end_ = 0;
+  int64_t closed_ns_ = 0;
+};
+
+}  // namespace iotape::stats

@@ -1,0 +1,40 @@
+// QueueDepth: the depth each IO saw at its issue, in the buckets reports and
+// replay fidelity share.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string_view>
+#include <vector>
+
+#include "traces/io.h"
+
+namespace iotape::stats {
+
+// Queue depth seen by each IO at its issue: the IOs outstanding then,
+// counting the IO itself. A min-heap holds the completion times of the
+// outstanding IOs (bounded by the device's queue depth); an IO completing at
+// the very instant another is issued no longer counts. IOs without a
+// completion time are counted at their issue but never outstanding.
+class QueueDepth {
+ public:
+  static constexpr std::array<std::string_view, 8> kBucketNames = {"1",    "2",     "3",     "4-5",
+                                                                   "6-10", "11-20", "21-32", ">32"};
+  void add(const Io& io);
+  uint64_t ios() const { return ios_; }
+  double mean() const { return ios_ ? static_cast<double>(sum_) / static_cast<double>(ios_) : 0.0; }
+  uint64_t max() const { return max_; }
+  const std::array<uint64_t, 8>& buckets() const { return buckets_; }
+  static int bucket_of(uint64_t qd);
+
+ private:
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> outstanding_;
+  std::array<uint64_t, 8> buckets_{};
+  uint64_t ios_ = 0;
+  uint64_t sum_ = 0;
+  uint64_t max_ = 0;
+};
+
+}  // namespace iotape::stats
