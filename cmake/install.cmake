@@ -1,5 +1,5 @@
-# What `cmake --install` puts where: the binary, the recorder's systemd unit,
-# bash completion, manual pages and the docs.
+# What `cmake --install` and the Debian package put where: the binary, the
+# recorder's systemd unit, bash completion, manual pages and the docs.
 include(GNUInstallDirs)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
@@ -45,3 +45,5 @@ install(FILES ${iotape_completion}
 install(DIRECTORY ${iotape_man_dir}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
+
+include(cmake/package.cmake)
