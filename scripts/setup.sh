@@ -11,6 +11,7 @@ packages=(
   gzip bzip2 xz-utils
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
   fio blktrace e2fsprogs util-linux chromium
+  python3 dpkg-dev file man-db systemd
 )
 missing=()
 for p in "${packages[@]}"; do
