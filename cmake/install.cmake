@@ -1,7 +1,6 @@
 # What `cmake --install` and the Debian package put where: the binary, the
 # recorder's systemd unit, bash completion, manual pages and the docs.
 include(GNUInstallDirs)
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
 # Relative: under the install prefix, so that `cmake --install --prefix` and the
 # package (prefix /usr) keep the unit beside the binary it starts.

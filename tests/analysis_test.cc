@@ -495,11 +495,8 @@ TEST_CASE("iotape compare writes a deterministic HTML page that chromium renders
   REQUIRE(labelled.exit_code == 0);
   CHECK(nlohmann::json::parse(labelled.output)[0]["workload"] == "Mixed");
 
-  if (test::run("command -v chromium").exit_code != 0) {
-    if (std::getenv("CI")) FAIL("chromium is needed to render the compare page (apt-get install chromium)");
-    WARN("SKIPPED: chromium not installed, the compare page was not rendered");
+  if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the compare page"))
     return;
-  }
   const std::string png = std::getenv("IOTAPE_KEEP_PNG") ? std::getenv("IOTAPE_KEEP_PNG") : dir.file("page.png");
   auto shot = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + png +
                         " --window-size=1200,2000 file://" + html);
@@ -586,11 +583,7 @@ std::string current_tracer() {
 // periods much longer than a jiffy: those are the runs here.
 TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[root][loop]") {
   if (!test::require_root("trace a loop device with the blk tracer")) return;
-  if (test::run("command -v fio").exit_code != 0) {
-    if (std::getenv("CI")) FAIL("fio is needed");
-    WARN("SKIPPED: fio not installed");
-    return;
-  }
+  if (!test::require(test::run("command -v fio").exit_code == 0, "fio")) return;
   if (!std::filesystem::exists("/sys/kernel/tracing/current_tracer"))
     test::run("mount -t tracefs nodev /sys/kernel/tracing");
   struct Case {

@@ -497,10 +497,7 @@ TEST_CASE("the header describes the capture, --anonymize hides names", "[record]
 
 TEST_CASE("bio-based devices are refused with a reason", "[record]") {
   if (!require_root("record block IOs")) return;
-  if (!std::filesystem::exists("/sys/block/zram0")) {
-    WARN("SKIPPED: no zram0 here");
-    return;
-  }
+  if (!require(std::filesystem::exists("/sys/block/zram0"), "a zram0 device (the zram driver)")) return;
   TempDir dir;
   const auto r = run(iotape_binary() + " record -d /dev/zram0 -o " + dir.file("t.iot") + " --duration 1s");
   CHECK(r.exit_code == 77);  // a device refused

@@ -30,6 +30,13 @@ bool require_root(const std::string& why) {
   return false;
 }
 
+bool require(bool present, const std::string& capability) {
+  if (present) return true;
+  if (std::getenv("CI")) FAIL("missing under CI: " << capability);
+  WARN("SKIPPED: missing here: " << capability);
+  return false;
+}
+
 TempDir::TempDir(const std::string& base) {
   std::string root = base;
   if (root.empty()) {

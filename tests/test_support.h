@@ -18,6 +18,11 @@ std::optional<std::string> real_trace(const std::string& name);
 // need it call require_root() which skips loudly outside CI and fails in CI.
 bool require_root(const std::string& why);
 
+// True when `present`; otherwise the test skips loudly naming `capability`,
+// except under CI, where CI's machines have every capability the tests use
+// (zram, swap on loop devices, fio, chromium, BPF, tracefs) and it fails.
+bool require(bool present, const std::string& capability);
+
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents.
 class TempDir {
  public:
