@@ -9,6 +9,7 @@
 #include "capture/recorder.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "units/units.h"
 
 namespace iotape::cli {
 namespace {
@@ -20,46 +21,6 @@ struct RecordCli {
   int zstd_level = 1;
 };
 
-uint64_t parse_size(const std::string& s, const char* what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    throw CLI::ValidationError(what, "not a size: " + s);
-  }
-  std::string unit = s.substr(used);
-  double mult = 1;
-  if (unit == "" || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KiB") mult = 1024.0;
-  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else throw CLI::ValidationError(what, "unknown size unit in " + s + " (use K, M, G, T)");
-  if (v < 0) throw CLI::ValidationError(what, "negative size: " + s);
-  return static_cast<uint64_t>(v * mult);
-}
-
-int64_t parse_duration(const std::string& s, const char* what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    throw CLI::ValidationError(what, "not a duration: " + s);
-  }
-  const std::string unit = s.substr(used);
-  double mult;
-  if (unit == "ms") mult = 1e6;
-  else if (unit == "" || unit == "s") mult = 1e9;
-  else if (unit == "m" || unit == "min") mult = 60e9;
-  else if (unit == "h") mult = 3600e9;
-  else if (unit == "d") mult = 86400e9;
-  else throw CLI::ValidationError(what, "unknown duration unit in " + s + " (use ms, s, m, h, d)");
-  if (v < 0) throw CLI::ValidationError(what, "negative duration: " + s);
-  return static_cast<int64_t>(v * mult);
-}
-
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int i = 0;
@@ -69,11 +30,11 @@ std::string human_bytes(double b) {
 
 void run_record(RecordCli& c) {
   auto& o = c.o;
-  if (!c.duration.empty()) o.duration_ns = parse_duration(c.duration, "--duration");
-  if (!c.rotate_size.empty()) o.output.rotate_bytes = parse_size(c.rotate_size, "--rotate-size");
-  if (!c.rotate_time.empty()) o.output.rotate_ns = parse_duration(c.rotate_time, "--rotate-time");
-  if (!c.buffer.empty()) o.buffer_bytes = parse_size(c.buffer, "--buffer");
-  o.output.writer.flush_interval_ns = parse_duration(c.flush_interval, "--flush-interval");
+  if (!c.duration.empty()) o.duration_ns = units::parse_duration(c.duration, "--duration");
+  if (!c.rotate_size.empty()) o.output.rotate_bytes = units::parse_size(c.rotate_size, "--rotate-size");
+  if (!c.rotate_time.empty()) o.output.rotate_ns = units::parse_duration(c.rotate_time, "--rotate-time");
+  if (!c.buffer.empty()) o.buffer_bytes = units::parse_size(c.buffer, "--buffer");
+  o.output.writer.flush_interval_ns = units::parse_duration(c.flush_interval, "--flush-interval");
   o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
   o.output.writer.file_mode = 0600;
   o.output.writer.zstd_level = c.zstd_level;
@@ -123,14 +84,14 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--backend", c->o.backend, "ebpf (default) or blktrace (the ftrace blk tracer)")
       ->check(CLI::IsMember({"ebpf", "blktrace"}));
   sub->add_option("--duration", c->duration, "Stop after this long (e.g. 30s, 10m, 7d); default: until SIGINT/SIGTERM");
-  sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 1G)");
-  sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 1h)");
+  sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 512M, 1GiB, 1GB)");
+  sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 90m, 1h, 1d)");
   sub->add_option("--pid", c->o.pid, "Only IOs submitted by this process");
   sub->add_option("--comm", c->o.comm, "Only IOs submitted by threads of this name");
   sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
-  sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size (default 16M)");
+  sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size, e.g. 64M, 64MiB (default 16M)");
   sub->add_option("--flush-interval", c->flush_interval,
-                  "Write and fdatasync pending IOs at least this often (default 1s)");
+                  "Write and fdatasync pending IOs at least this often, e.g. 100ms (default 1s)");
   sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync");
   sub->add_option("--zstd-level", c->zstd_level,
                   "zstd level of the chunks (default 1; 9 makes them about 10% smaller for 3 times the CPU, "
