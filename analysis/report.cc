@@ -1,24 +1,11 @@
 #include "analysis/report.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <limits>
-
-#include "traces/error.h"
 
 namespace iotape::analysis {
 
 namespace {
-
-std::optional<int64_t> parse_seconds(std::string_view s, const std::string& whole) {
-  if (s.empty()) return std::nullopt;
-  double v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !(v >= 0) || v > 9.2e9)
-    throw TraceError("window '" + whole + "': expected START..END in seconds from the first IO");
-  return static_cast<int64_t>(std::llround(v * 1e9));
-}
 
 // Which device indexes the filter keeps; grows as the trace adds devices.
 class DeviceSelection {
@@ -36,17 +23,6 @@ class DeviceSelection {
 };
 
 }  // namespace
-
-Window parse_window(const std::string& text) {
-  const auto dots = text.find("..");
-  if (dots == std::string::npos) throw TraceError("window '" + text + "': expected START..END in seconds");
-  Window w;
-  w.start_ns = parse_seconds(std::string_view(text).substr(0, dots), text);
-  w.end_ns = parse_seconds(std::string_view(text).substr(dots + 2), text);
-  if (w.start_ns && w.end_ns && *w.end_ns <= *w.start_ns)
-    throw TraceError("window '" + text + "': END must be after START");
-  return w;
-}
 
 double data_rate_MBps(uint64_t bytes, int64_t busy_ns) {
   return busy_ns > 0 ? static_cast<double>(bytes) / 1e6 / (static_cast<double>(busy_ns) / 1e9) : 0.0;
@@ -72,9 +48,10 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
       // The window is relative to the trace's first IO, whatever the filter.
       origin_known = true;
       const int64_t origin = batch.front().issue_ns;
-      if (o.window.start_ns) lo = origin + *o.window.start_ns;
+      // A window from 0 keeps IOs issued before the first (late ones), as no window does.
+      if (o.window.start_ns) lo = origin + o.window.start_ns;
       if (o.window.end_ns) hi = origin + *o.window.end_ns;
-      r.series.set_origin(o.window.start_ns ? lo : origin);
+      r.series.set_origin(origin + o.window.start_ns);
     }
     if (batch.front().issue_ns >= hi) break;
     if (batch.back().issue_ns < lo) continue;

@@ -10,21 +10,13 @@
 #include "analysis/accumulators.h"
 #include "traces/reader.h"
 #include "traces/summary.h"
+#include "units/units.h"
 
 namespace iotape::analysis {
 
-// A time range relative to the first IO of the trace; either end may be open.
-struct Window {
-  std::optional<int64_t> start_ns;
-  std::optional<int64_t> end_ns;
-};
-// Parses "START..END" in seconds (decimals allowed; "10..", "..2.5" are
-// open-ended). Throws TraceError on anything else or when END <= START.
-Window parse_window(const std::string& text);
-
 struct ReportOptions {
   std::optional<DeviceFilter> device;  // only this device's IOs
-  Window window;                       // only IOs issued in it; busy time is clipped to it
+  units::Window window;                // only IOs issued in it; busy time is clipped to it
   size_t series_points = 4096;         // bound of the IOPS/MB/s series (see TimeSeries)
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
 };

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "replay/options.h"
 #include "traces/error.h"
+#include "units/units.h"
 #include "workloads/cut.h"
 
 namespace iotape::cli {
@@ -24,7 +25,7 @@ void run_cut(const CutArgs& a) {
   o.traces = a.traces;
   o.out = a.out;
   o.mode = a.heavy ? workloads::CutMode::kHeavy : a.light ? workloads::CutMode::kLight : workloads::CutMode::kWindows;
-  for (const auto& w : a.windows) o.windows.push_back(analysis::parse_window(w));
+  for (const auto& w : a.windows) o.windows.push_back(units::parse_window(w, "--window"));
   if (!a.device.empty()) o.filter.device = parse_device_filter(a.device);
   if (!a.comm.empty()) o.filter.comm = a.comm;
   o.filter.pid = a.pid;
@@ -60,7 +61,8 @@ void add_cut_command(CLI::App& app) {
   auto* heavy = sub->add_flag("--heavy", a->heavy, "Take the busiest windows (busy time and bytes)");
   auto* light = sub->add_flag("--light", a->light, "Take typical windows: activity nearest the median of active ones");
   auto* window = sub->add_option("--window", a->windows,
-                                 "Take this window, START..END in seconds from the first IO (repeatable)");
+                                 "Take this window, START..END from the first IO, e.g. 1h..2h, 10..20 (seconds), "
+                                 "90s.. (repeatable)");
   heavy->excludes(light)->excludes(window);
   light->excludes(window);
   sub->add_option("--device", a->device, "Only IOs of this device, MAJ:MIN");

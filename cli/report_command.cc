@@ -8,6 +8,7 @@
 #include "analysis/report_output.h"
 #include "cli/commands.h"
 #include "traces/error.h"
+#include "units/units.h"
 
 namespace iotape::cli {
 namespace {
@@ -26,7 +27,7 @@ struct ReportCommandOptions {
 void run_report(const ReportCommandOptions& o) {
   analysis::ReportOptions ro;
   if (!o.device.empty()) ro.device = parse_device_filter(o.device);
-  if (!o.window.empty()) ro.window = analysis::parse_window(o.window);
+  if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
   TraceReader reader(o.traces);
   const analysis::Report r = analysis::analyse(reader, ro);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top};
@@ -62,8 +63,8 @@ void add_report_command(CLI::App& app) {
   sub->add_flag("--csv", o->csv, "A flat metric,value table (the JSON keys joined with '.')")->excludes(json);
   sub->add_option("--device", o->device, "Only the IOs of this device (MAJ:MIN)");
   sub->add_option("--window", o->window,
-                  "START..END: only IOs issued in this range, in seconds from the trace's first IO "
-                  "(either end may be left out); busy time is clipped to END");
+                  "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, 10..20 "
+                  "(seconds), 10s.. (either end may be left out); busy time is clipped to END");
   sub->add_option("--by", o->by, "'process': add per-process totals (top N by bytes)")->check(CLI::IsMember({"process"}));
   sub->add_option("--top", o->top, "Processes shown with --by process")->capture_default_str();
   sub->add_option("--series-csv", o->series_csv, "Write IOPS and MB/s per interval (1 s, coarser on long traces) to FILE");

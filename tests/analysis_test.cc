@@ -24,6 +24,7 @@
 #include "tests/test_support.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
+#include "units/units.h"
 
 using namespace iotape;
 using namespace iotape::analysis;
@@ -228,7 +229,7 @@ TEST_CASE("report on a hand-made trace") {
     TraceReader reader(path);
     ReportOptions o;
     o.device = DeviceFilter{8, 0};
-    o.window = parse_window("0.0000003..0.0000007");  // 300..700 ns: D, E, F, G
+    o.window = units::parse_window("0.0000003..0.0000007", "--window");  // 300..700 ns: D, E, F, G
     const Report r = analyse(reader, o);
     CHECK(r.ios == 4);
     CHECK(r.busy_ns == 150 + 100);  // G clipped to 700
@@ -249,14 +250,6 @@ TEST_CASE("report on an empty trace is all zeros") {
   CHECK(j["avg_data_rate_MBps"]["combined"] == 0.0);
   CHECK(j["latency_ns"]["all"]["p99"] == 0);
   CHECK(!report_text(r, reader.header(), OutputOptions{{path}}).empty());
-}
-
-TEST_CASE("window parsing") {
-  CHECK(parse_window("10..").start_ns == 10'000'000'000);
-  CHECK(!parse_window("10..").end_ns);
-  CHECK(parse_window("..2.5").end_ns == 2'500'000'000);
-  CHECK_THROWS(parse_window("5..1"));
-  CHECK_THROWS(parse_window("abc"));
 }
 
 TEST_CASE("the series coarsens to stay bounded") {

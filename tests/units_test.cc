@@ -164,3 +164,11 @@ TEST_CASE("windows: rejections name the option") {
     CHECK(usage_error_of([&] { units::parse_window(text, "--window"); }) == message);
   }
 }
+
+TEST_CASE("the window forms report took keep their values") {
+  CHECK(units::parse_window("10..", "--window").start_ns == 10'000'000'000);
+  CHECK(!units::parse_window("10..", "--window").end_ns);
+  CHECK(units::parse_window("..2.5", "--window").end_ns == 2'500'000'000);
+  CHECK_THROWS(units::parse_window("5..1", "--window"));
+  CHECK_THROWS(units::parse_window("abc", "--window"));
+}

@@ -143,7 +143,7 @@ CutResult cut(const CutOptions& o) {
   CutResult result;
   if (o.mode == CutMode::kWindows) {
     for (const auto& w : o.windows) {
-      const WindowActivity a{.start_ns = w.start_ns.value_or(0), .end_ns = w.end_ns.value_or(INT64_MAX)};
+      const WindowActivity a{.start_ns = w.start_ns, .end_ns = w.end_ns.value_or(INT64_MAX)};
       result.chosen.push_back({a, "asked for"});
     }
     result.chosen = in_time_order(std::move(result.chosen));

@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/report.h"
+#include "traces/reader.h"
 #include "traces/summary.h"
+#include "units/units.h"
 
 namespace iotape::workloads {
 
@@ -35,7 +36,7 @@ struct CutOptions {
   std::vector<std::string> traces;  // one trace (rotated parts in order)
   std::string out;
   CutMode mode = CutMode::kHeavy;
-  std::vector<analysis::Window> windows;  // kWindows: relative to the first IO
+  std::vector<units::Window> windows;  // kWindows: relative to the first IO
   IoFilter filter;
   int64_t length_ns = 60'000'000'000;  // window length for heavy/light
   uint32_t count = 1;                  // windows to pick for heavy/light
