@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "replay/options.h"
+#include "units/units.h"
 #include "workloads/bench.h"
 
 namespace iotape::cli {
@@ -31,10 +31,13 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 2))
       ->capture_default_str();
   sub->add_option("--duration", a->duration,
-                  "Random-write time (consistency, trim's dirtying); the limit of precondition's steady-state rounds")
+                  "Random-write time, e.g. 90s, 30m (consistency, trim's dirtying); the limit of precondition's "
+                  "steady-state rounds")
       ->capture_default_str();
-  sub->add_option("--round", a->round, "precondition: length of one steady-state round")->capture_default_str();
-  sub->add_option("--window", a->window, "consistency: final window for the steady-state figures (default: last fifth)");
+  sub->add_option("--round", a->round, "precondition: length of one steady-state round, e.g. 500ms, 5s")
+      ->capture_default_str();
+  sub->add_option("--window", a->window,
+                  "consistency: length of the final window for the steady-state figures, e.g. 5m (default: last fifth)");
   sub->add_option("--span-pct", a->o.span_pct, "consistency: share of the capacity written (75 = 25% over-provisioning)")
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();
@@ -49,9 +52,9 @@ void add_bench_command(CLI::App& app) {
       "  --duration of random writes) and trimmed (after another discard). fresh-vs-used: the workload replayed\n"
       "  on the discarded target and on the filled one.");
   sub->callback([a] {
-    a->o.duration_ns = replay::parse_duration(a->duration);
-    a->o.round_ns = replay::parse_duration(a->round);
-    if (!a->window.empty()) a->o.window_ns = replay::parse_duration(a->window);
+    a->o.duration_ns = units::parse_duration(a->duration, "--duration");
+    a->o.round_ns = units::parse_duration(a->round, "--round");
+    if (!a->window.empty()) a->o.window_ns = units::parse_duration(a->window, "--window");
     const auto summary = workloads::run_bench(a->test, a->o);
     fmt::print("{}\n", summary.dump(2));
   });

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "replay/options.h"
 #include "traces/error.h"
 #include "units/units.h"
 #include "workloads/cut.h"
@@ -29,9 +28,9 @@ void run_cut(const CutArgs& a) {
   if (!a.device.empty()) o.filter.device = parse_device_filter(a.device);
   if (!a.comm.empty()) o.filter.comm = a.comm;
   o.filter.pid = a.pid;
-  o.length_ns = replay::parse_duration(a.length);
+  o.length_ns = units::parse_duration(a.length, "--length");
   o.count = a.count;
-  o.max_idle_ns = replay::parse_duration(a.max_idle);
+  o.max_idle_ns = units::parse_duration(a.max_idle, "--max-idle");
   const auto r = workloads::cut(o);
   if (r.windows_measured)
     fmt::print("measured {} windows of {:.3f} s, scored by {}\n", r.windows_measured, o.length_ns / 1e9,
@@ -68,9 +67,10 @@ void add_cut_command(CLI::App& app) {
   sub->add_option("--device", a->device, "Only IOs of this device, MAJ:MIN");
   sub->add_option("--comm", a->comm, "Only IOs of processes with this name");
   sub->add_option("--pid", a->pid, "Only IOs of this process id");
-  sub->add_option("--length", a->length, "Window length for --heavy/--light, e.g. 60s, 10m")->capture_default_str();
+  sub->add_option("--length", a->length, "Window length for --heavy/--light, e.g. 90s, 10m, 1h")->capture_default_str();
   sub->add_option("--count", a->count, "Windows to take for --heavy/--light")->capture_default_str();
-  sub->add_option("--max-idle", a->max_idle, "Idle gaps (nothing outstanding) longer than this are shortened to it")
+  sub->add_option("--max-idle", a->max_idle,
+                  "Idle gaps (nothing outstanding) longer than this are shortened to it, e.g. 250ms, 1s")
       ->capture_default_str();
   sub->footer(
       "Windows are measured on a grid of --length from the first IO. Score = mean of busy time (IO count when the\n"

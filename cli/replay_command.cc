@@ -11,6 +11,7 @@
 #include "cli/stop_signals.h"
 #include "replay/replayer.h"
 #include "traces/error.h"
+#include "units/units.h"
 
 namespace iotape::cli {
 namespace {
@@ -31,12 +32,12 @@ void run(ReplayArgs& a) {
       throw UsageError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
     o.qd = static_cast<uint32_t>(qd);
   }
-  if (!a.max_idle.empty()) o.max_idle_ns = replay::parse_duration(a.max_idle);
+  if (!a.max_idle.empty()) o.max_idle_ns = units::parse_duration(a.max_idle, "--max-idle");
   o.events = a.events == "queue" ? replay::EventTime::kQueue : replay::EventTime::kIssue;
   if (!a.device_map.empty()) o.device_map = replay::parse_device_map(a.device_map, o.targets);
   o.fit = a.fit == "wrap" ? replay::Fit::kWrap : a.fit == "scale" ? replay::Fit::kScale : replay::Fit::kFail;
   o.data = replay::parse_data(a.data);
-  if (!a.window.empty()) replay::parse_window(a.window, o);
+  if (!a.window.empty()) o.window = units::parse_window(a.window, "--window");
   o.times = a.times == "device" ? replay::Times::kDevice : a.times == "user" ? replay::Times::kUser : replay::Times::kAuto;
   o.prefill = a.prefill == "reads" ? replay::Prefill::kReads
               : a.prefill == "full" ? replay::Prefill::kFull
@@ -103,9 +104,10 @@ void add_replay_command(CLI::App& app) {
   sub->add_option("--qd", a->qd, "recorded: an IO waits for the IOs that completed before its recorded issue "
                                  "(keeps the recorded queue depth); N: at most N IOs in flight")
       ->capture_default_str();
-  sub->add_option("--max-idle", a->max_idle, "Recorded idle gaps (nothing outstanding) are cut to this: with "
-                                             "original timing the schedule shrinks (default: no cap); with afap "
-                                             "the replay pauses that long after draining (default 25ms, 0: never)");
+  sub->add_option("--max-idle", a->max_idle, "Recorded idle gaps (nothing outstanding) are cut to this, e.g. 5ms, "
+                                             "1s: with original timing the schedule shrinks (default: no cap); "
+                                             "with afap the replay pauses that long after draining (default 25ms, "
+                                             "0: never)");
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();
@@ -132,7 +134,8 @@ void add_replay_command(CLI::App& app) {
   sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");
   sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration); touch nothing");
   sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
-  sub->add_option("--window", a->window, "START..END: only the IOs in this part of the trace (e.g. 10s..70s)");
+  sub->add_option("--window", a->window,
+                  "START..END: only the IOs in this part of the trace (e.g. 10s..70s, 1h.., ..90s)");
   sub->footer("Exit status: 0 done, 3 stopped by --stop-on-error, 77 a target refused (mounted, swap, held; "
               "nothing replayed), 130 interrupted; the result trace is valid in every case where the replay "
               "started. Other errors (nothing replayed): iotape --help.");

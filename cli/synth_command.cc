@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "replay/options.h"
 #include "traces/error.h"
+#include "units/units.h"
 #include "workloads/profile.h"
 #include "workloads/synth.h"
 
@@ -32,7 +32,7 @@ void run_synth(const SynthArgs& a) {
   o.seed = a.seed;
   if (!a.span.empty()) o.span = workloads::parse_size(a.span);
   o.ios = a.ios;
-  if (!a.duration.empty()) o.duration_ns = replay::parse_duration(a.duration);
+  if (!a.duration.empty()) o.duration_ns = units::parse_duration(a.duration, "--duration");
   const auto r = workloads::synthesize(prof, o, a.out);
   fmt::print("{}: {} IOs, {:.1f} s of trace time, {} phases, seed {}\n", a.out, r.ios, r.duration_ns / 1e9,
              prof.phases.size(), a.seed);
@@ -48,7 +48,7 @@ void add_synth_command(CLI::App& app) {
   sub->add_option("--seed", a->seed, "Random seed: the same seed gives the same file")->capture_default_str();
   sub->add_option("--span", a->span, "Bytes the IOs may touch, e.g. 1GiB (default: the profile's)");
   auto* ios = sub->add_option("--ios", a->ios, "Length in IOs (default: the profile's)");
-  sub->add_option("--duration", a->duration, "Length in trace time, e.g. 60s, 5m (default: the profile's)")
+  sub->add_option("--duration", a->duration, "Length in trace time, e.g. 90s, 5m, 1h (default: the profile's)")
       ->excludes(ios);
   sub->add_flag("--list", a->list, "List the built-in profiles");
   sub->footer(

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdlib>
 
 #include "traces/error.h"
@@ -12,32 +11,6 @@ namespace iotape::replay {
 int64_t ReplayOptions::effective_max_idle_ns() const {
   if (max_idle_ns) return *max_idle_ns;
   return timing == Timing::kAfap ? 25'000'000 : -1;
-}
-
-int64_t parse_duration(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v) || v < 0) throw TraceError("bad duration: '" + text + "'");
-  const std::string unit(end);
-  double scale;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s" || unit.empty()) scale = 1e9;
-  else if (unit == "m" || unit == "min") scale = 60e9;
-  else throw TraceError("bad duration unit in '" + text + "' (ns, us, ms, s, m)");
-  return static_cast<int64_t>(std::llround(v * scale));
-}
-
-void parse_window(const std::string& text, ReplayOptions& o) {
-  const auto dots = text.find("..");
-  if (dots == std::string::npos) throw TraceError("bad window '" + text + "': expected START..END");
-  const std::string a = text.substr(0, dots), b = text.substr(dots + 2);
-  o.window_start_ns = a.empty() ? 0 : parse_duration(a);
-  if (!b.empty()) {
-    o.window_end_ns = parse_duration(b);
-    if (*o.window_end_ns <= o.window_start_ns) throw TraceError("bad window '" + text + "': END <= START");
-  }
 }
 
 DataPattern parse_data(const std::string& text) {
@@ -116,9 +89,9 @@ std::string describe(const ReplayOptions& o) {
     case DataPattern::Kind::kZero: s += "zero"; break;
     case DataPattern::Kind::kCompressible: s += fmt::format("compress:{}", o.data.compress_percent); break;
   }
-  if (o.window_start_ns || o.window_end_ns)
-    s += fmt::format(" window={}ns..{}", o.window_start_ns,
-                     o.window_end_ns ? fmt::format("{}ns", *o.window_end_ns) : std::string());
+  if (o.window.start_ns || o.window.end_ns)
+    s += fmt::format(" window={}ns..{}", o.window.start_ns,
+                     o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());
   if (o.prefill != Prefill::kNone) s += o.prefill == Prefill::kReads ? " prefill=reads" : " prefill=full";
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";

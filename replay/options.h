@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "units/units.h"
+
 namespace iotape::replay {
 
 enum class Timing {
@@ -69,19 +71,16 @@ struct ReplayOptions {
   bool force = false;
   bool dry_run = false;
   bool stop_on_error = false;
-  // Only the source IOs issued in [window_start_ns, window_end_ns) after the
-  // trace's first IO.
-  int64_t window_start_ns = 0;
-  std::optional<int64_t> window_end_ns;
+  // Only the source IOs issued in this part of the trace.
+  units::Window window;
   // Upper bound on IOs in flight when qd is "recorded".
   uint32_t max_in_flight = 1024;
 
   int64_t effective_max_idle_ns() const;  // -1 = no cap
 };
 
-// Text forms used by the CLI; each throws TraceError naming the bad text.
-int64_t parse_duration(const std::string& text);           // "25ms", "100us", "2s", "1.5m", "500ns"
-void parse_window(const std::string& text, ReplayOptions& o);  // "START..END", either side may be empty
+// Text forms used by the CLI (durations and windows: units/units.h); each
+// throws UsageError naming the bad text.
 DataPattern parse_data(const std::string& text);          // "random", "zero", "compress:PCT"
 std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets);
 std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run

@@ -95,8 +95,8 @@ const Io* WindowedSource::next(uint64_t& index) {
     index = index_++;
     const int64_t t = event_time(io, o_.events);
     if (!started_) started_ = true, first_ = t;
-    if (t - first_ < o_.window_start_ns) continue;
-    if (o_.window_end_ns && t - first_ >= *o_.window_end_ns) {
+    if (t - first_ < o_.window.start_ns) continue;
+    if (o_.window.end_ns && t - first_ >= *o_.window.end_ns) {
       ended_ = true;  // the source is sorted: nothing later is inside the window
       return nullptr;
     }

@@ -30,6 +30,7 @@
 #include "tests/test_support.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
+#include "units/units.h"
 
 using namespace iotape;
 using iotape::test::LoopDevice;
@@ -293,7 +294,7 @@ TEST_CASE("replay: --window replays a part of the trace, scheduled from the wind
   for (int i = 0; i < 10; ++i) ios.push_back(make_io(5'000'000 + i * 1'000'000ll, Op::kRead, i * 4096ull, 4096));
   write_trace(dir.file("w.iotape"), ios, kMiB);
   replay::ReplayOptions o;
-  replay::parse_window("2ms..5ms", o);  // IOs 2, 3 and 4
+  o.window = units::parse_window("2ms..5ms", "--window");  // IOs 2, 3 and 4
   TraceReader r(dir.file("w.iotape"));
   replay::DeviceMap map(r.header(), 1, o);
   replay::Placement place(map, {}, replay::Fit::kFail, {});
@@ -358,13 +359,6 @@ TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts
 }
 
 TEST_CASE("options parse their text forms") {
-  CHECK(replay::parse_duration("25ms") == 25'000'000);
-  CHECK(replay::parse_duration("1.5us") == 1500);
-  CHECK_THROWS(replay::parse_duration("3 parsecs"));
-  replay::ReplayOptions o;
-  replay::parse_window("1s..2500ms", o);
-  CHECK(o.window_start_ns == 1'000'000'000);
-  CHECK(*o.window_end_ns == 2'500'000'000);
   CHECK(replay::parse_data("compress:40").compress_percent == 40);
   CHECK_THROWS(replay::parse_data("compress:140"));
   const auto m = replay::parse_device_map("8:16=/dev/loop1,1=0", {"/dev/loop0", "/dev/loop1"});

@@ -172,3 +172,12 @@ TEST_CASE("the window forms report took keep their values") {
   CHECK_THROWS(units::parse_window("5..1", "--window"));
   CHECK_THROWS(units::parse_window("abc", "--window"));
 }
+
+TEST_CASE("the forms replay took keep their values") {
+  CHECK(units::parse_duration("25ms", "--max-idle") == 25'000'000);
+  CHECK(units::parse_duration("1.5us", "--max-idle") == 1500);
+  CHECK_THROWS(units::parse_duration("3 parsecs", "--max-idle"));
+  const units::Window w = units::parse_window("1s..2500ms", "--window");
+  CHECK(w.start_ns == 1'000'000'000);
+  CHECK(*w.end_ns == 2'500'000'000);
+}

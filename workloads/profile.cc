@@ -8,8 +8,8 @@
 #include <fstream>
 #include <set>
 
-#include "replay/options.h"
 #include "traces/error.h"
+#include "units/units.h"
 
 namespace iotape::workloads {
 namespace {
@@ -33,12 +33,18 @@ double percent(const json& v, const std::string& origin, const std::string& key)
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-int64_t duration_of(const json& v, const std::string& origin, const std::string& key) {
+// A size or duration (units/units.h); its error names the profile and the key.
+template <class Parse>
+auto unit_of(Parse parse, const std::string& text, const std::string& origin, const std::string& key) {
   try {
-    return replay::parse_duration(text_of(v));
-  } catch (const TraceError& e) {
-    fail(origin, "\"" + key + "\": " + e.what());
+    return parse(text, "\"" + key + "\"");
+  } catch (const UsageError& e) {
+    fail(origin, e.what());
   }
+}
+
+int64_t duration_of(const json& v, const std::string& origin, const std::string& key) {
+  return unit_of(units::parse_duration, text_of(v), origin, key);
 }
 
 // "4K", or a range "512-3.5K"; values are sizes (`bytes`) or plain numbers.
