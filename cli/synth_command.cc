@@ -30,7 +30,7 @@ void run_synth(const SynthArgs& a) {
   const workloads::Profile prof = workloads::load_profile(a.profile);
   workloads::SynthOptions o;
   o.seed = a.seed;
-  if (!a.span.empty()) o.span = workloads::parse_size(a.span);
+  if (!a.span.empty()) o.span = units::parse_size(a.span, "--span");
   o.ios = a.ios;
   if (!a.duration.empty()) o.duration_ns = units::parse_duration(a.duration, "--duration");
   const auto r = workloads::synthesize(prof, o, a.out);
@@ -46,7 +46,7 @@ void add_synth_command(CLI::App& app) {
   sub->add_option("PROFILE", a->profile, "A built-in profile name (see --list) or a profile file (docs/workloads.md)");
   sub->add_option("-o,--output", a->out, "Trace file to write");
   sub->add_option("--seed", a->seed, "Random seed: the same seed gives the same file")->capture_default_str();
-  sub->add_option("--span", a->span, "Bytes the IOs may touch, e.g. 1GiB (default: the profile's)");
+  sub->add_option("--span", a->span, "Bytes the IOs may touch, e.g. 512M, 1GiB, 1GB (default: the profile's)");
   auto* ios = sub->add_option("--ios", a->ios, "Length in IOs (default: the profile's)");
   sub->add_option("--duration", a->duration, "Length in trace time, e.g. 90s, 5m, 1h (default: the profile's)")
       ->excludes(ios);

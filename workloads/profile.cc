@@ -51,7 +51,7 @@ int64_t duration_of(const json& v, const std::string& origin, const std::string&
 Share range_of(const std::string& key, double weight, bool bytes, const std::string& origin) {
   const auto dash = key.find('-', 1);
   auto value = [&](const std::string& t) -> uint64_t {
-    if (bytes) return parse_size(t);
+    if (bytes) return units::parse_size(t, "\"sizes\"");
     size_t used = 0;
     const uint64_t v = std::stoull(t, &used);
     if (used != t.size()) throw InputError("bad number '" + t + "'");
@@ -157,28 +157,6 @@ int64_t DeviceModel::service_ns(uint64_t bytes, uint64_t depth) const {
   return static_cast<int64_t>(std::llround(alone * queued));
 }
 
-uint64_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v) || v < 0) throw TraceError("bad size: '" + text + "'");
-  std::string unit(end);
-  double scale = 1;
-  if (!unit.empty() && unit != "B") {
-    // "kB", "MB", "GB", "TB" are decimal; "K", "KiB", "KB", "M", "MiB", ... binary.
-    const bool decimal = unit == "kB" || (unit.size() == 2 && unit[1] == 'B' && unit[0] != 'K');
-    static const std::string kUnits = "KMGT";
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
-    const auto power = kUnits.find(u);
-    const std::string rest = unit.substr(1);
-    if (power == std::string::npos || !(rest.empty() || rest == "i" || rest == "iB" || rest == "B"))
-      throw TraceError("bad size unit in '" + text + "' (K, M, G, T or KiB.., kB, MB, GB, TB)");
-    scale = std::pow(decimal ? 1000.0 : 1024.0, static_cast<double>(power + 1));
-  }
-  const double bytes = std::round(v * scale);
-  if (bytes >= 1.8e19) throw TraceError("size too large: '" + text + "'");
-  return static_cast<uint64_t>(bytes);
-}
-
 static Profile parse_checked(const nlohmann::json& doc, const std::string& origin) {
   if (!doc.is_object()) fail(origin, "a profile is a JSON object");
   Profile prof;
@@ -191,11 +169,7 @@ static Profile parse_checked(const nlohmann::json& doc, const std::string& origi
     else if (!kProfileKeys.count(k)) fail(origin, "unknown key \"" + k + "\"");
   }
   if (!doc.contains("span")) fail(origin, "no \"span\" (bytes the IOs may touch, e.g. \"8GiB\")");
-  try {
-    prof.span = parse_size(text_of(doc["span"]));
-  } catch (const TraceError& e) {
-    fail(origin, std::string("\"span\": ") + e.what());
-  }
+  prof.span = unit_of(units::parse_size, text_of(doc["span"]), origin, "span");
   if (doc.contains("ios")) prof.ios = doc["ios"].get<uint64_t>();
   if (doc.contains("duration")) prof.duration_ns = duration_of(doc["duration"], origin, "duration");
   if ((prof.ios > 0) == (prof.duration_ns > 0)) fail(origin, "give exactly one of \"ios\" and \"duration\"");
@@ -205,7 +179,7 @@ static Profile parse_checked(const nlohmann::json& doc, const std::string& origi
       else if (k == "bandwidth") {
         std::string t = text_of(v);
         if (t.ends_with("/s")) t.resize(t.size() - 2);
-        prof.device.bandwidth_Bps = static_cast<double>(parse_size(t));
+        prof.device.bandwidth_Bps = static_cast<double>(unit_of(units::parse_size, t, origin, "device.bandwidth"));
       } else if (k == "parallelism") prof.device.parallelism = std::max(1u, v.get<uint32_t>());
       else fail(origin, "unknown key \"device." + k + "\"");
     }

@@ -55,10 +55,8 @@ struct Profile {
   std::vector<Phase> phases;   // sweeps expanded, in play order
 };
 
-// "4096", "4K", "4KiB", "1.5M", "8GiB", "2GB" (K/M/G/T are binary, kB/MB/GB/TB decimal).
-uint64_t parse_size(const std::string& text);
-
-// Throws TraceError naming `origin` and the offending key.
+// Throws InputError naming `origin` and the offending key. Sizes and
+// durations are written as on the command line (units/units.h).
 Profile parse_profile(const nlohmann::json& doc, const std::string& origin);
 
 // A built-in profile by name, else a profile file at that path.
