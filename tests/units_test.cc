@@ -1,16 +1,23 @@
-// Tests of the units module: every form of its grammar and every rejection.
+// Tests of the units module: every form of its grammar and every rejection,
+// then every command that takes a unit, run as a user would.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tests/test_support.h"
 #include "traces/error.h"
 #include "units/units.h"
 
 using namespace iotape;
+using iotape::test::iotape_binary;
+using iotape::test::run;
+using iotape::test::TempDir;
 
 namespace {
 
@@ -180,4 +187,196 @@ TEST_CASE("the forms replay took keep their values") {
   const units::Window w = units::parse_window("1s..2500ms", "--window");
   CHECK(w.start_ns == 1'000'000'000);
   CHECK(*w.end_ns == 2'500'000'000);
+}
+
+namespace {
+
+// A profile of a burst of IOs about every second for three minutes: a trace
+// long enough for windows of minutes, small enough to make in milliseconds.
+constexpr const char* kProfile = R"({
+  "description": "units test",
+  "span": "64MiB",
+  "duration": "3m",
+  "device": {"latency": "50us", "bandwidth": "500MB/s"},
+  "sizes": {"4k": 50, "8KiB": 50},
+  "qd": 1,
+  "qd_run": 20,
+  "idle": {"probability": 100, "mean": "1s", "max": "2s"}
+})";
+
+// Forms of one value: `command` with each form in place of {0} (and a fresh
+// output path in place of {1}) succeeds, and every form gives the same
+// output (the file written at {1} if any, else stdout), in which `expect`
+// stands (stdout and `iotape info` of the file).
+struct SameValue {
+  std::string command;
+  std::vector<std::string> forms;
+  std::string expect;
+};
+
+class Cli {
+ public:
+  Cli() {
+    test::write_file(profile, kProfile);
+    must_run("synth " + profile + " -o " + trace);
+    test::write_file(target, "");
+    std::filesystem::resize_file(target, 64ull << 20);  // the profile's span
+  }
+
+  void check(const SameValue& s) {
+    std::string first;
+    for (size_t i = 0; i < s.forms.size(); ++i) {
+      const std::string out = dir.file(fmt::format("out{}.iot", i));
+      const std::string command = fmt::format(fmt::runtime(s.command), s.forms[i], out);
+      const auto r = run(iotape_binary() + " " + command + " 2>&1");
+      INFO(command << "\n" << r.output);
+      REQUIRE(r.exit_code == 0);
+      const bool wrote = std::filesystem::exists(out);
+      const std::string output = wrote ? test::read_file(out) : r.output;
+      std::string shown = r.output;
+      if (wrote) shown += run(iotape_binary() + " info " + out).output;
+      CHECK(shown.find(s.expect) != std::string::npos);
+      if (i == 0) first = output;
+      else CHECK(output == first);
+    }
+  }
+
+  void must_run(const std::string& args) {
+    const auto r = run(iotape_binary() + " " + args + " 2>&1");
+    INFO(args << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+
+  TempDir dir;
+  const std::string profile = dir.file("p.json");
+  const std::string trace = dir.file("t.iot");
+  const std::string target = dir.file("target.img");
+};
+
+}  // namespace
+
+TEST_CASE("every command takes every form of its durations, sizes and windows", "[cli]") {
+  Cli cli;
+  const std::string& t = cli.trace;
+  const std::vector<SameValue> table = {
+      {"synth " + cli.profile + " -o {1} --span {0}", {"1GiB", "1G", "1024M", "1048576k", "1073741824", "1073741824B"},
+       "span=1073741824 "},
+      {"synth " + cli.profile + " -o {1} --span {0}", {"1GB", "1000MB", "1000000kB", "0.001TB", "1000000000"},
+       "span=1000000000 "},
+      {"synth " + cli.profile + " -o {1} --span {0}", {"1.5G", "1536M", "1536MiB"}, "span=1610612736 "},
+      {"synth " + cli.profile + " -o {1} --span {0}", {"64KB", "64K", "65536"}, "span=65536 "},
+      {"synth " + cli.profile + " -o {1} --duration {0}", {"3m", "180", "180s", "3min", "0.05h", "180000ms"},
+       "duration_ns=180000000000 "},
+      {"cut " + t + " -o {1} --heavy --length {0}", {"1h", "60m", "3600", "3600s", "3600000ms"},
+       "windows of 3600.000 s"},
+      {"cut " + t + " -o {1} --heavy --length {0}", {"90s", "1.5m", "90"}, "windows of 90.000 s"},
+      {"cut " + t + " -o {1} --light --length {0}", {"2min", "2m", "120"}, "windows of 120.000 s"},
+      {"cut " + t + " -o {1} --heavy --length 90s --max-idle {0}", {"250ms", "0.25", "250000us", "0.25s"}, ""},
+      {"cut " + t + " -o {1} --window {0}", {"1m..2m", "60..120", "60s..120s"}, "window 60.000..120.000"},
+      {"cut " + t + " -o {1} --window {0}", {"10s..", "10.."}, "window 10.000..end"},
+      {"cut " + t + " -o {1} --window {0}", {"..2h", "..7200", "..120m"}, "window 0.000..7200.000"},
+      {"report " + t + " --window {0}", {"1m..2m", "60..120", "60000ms..2min"}, "IOs"},
+      {"report " + t + " --window {0}", {"10s..", "10..", "10000ms.."}, "IOs"},
+      {"report " + t + " --window {0}", {"..2h", "..7200"}, "IOs"},
+      {"report " + t + " --window {0}", {"90s..2h", "1.5m..7200"}, "IOs"},
+      {"report " + t + " --window {0}", {"1..5", "1s..5s", "0.0167m..5000ms"}, "IOs"},
+      {"replay " + t + " --target " + cli.target + " --dry-run --max-idle 1h --window {0}",
+       {"1m..2m", "60..120", "60s..120000ms"}, "max_idle=3600000000000ns events=issue fit=fail data=random "
+                                               "window=60000000000ns..120000000000ns"},
+      {"replay " + t + " --target " + cli.target + " --dry-run --window {0}", {"2ms..5ms", "0.002..0.005"},
+       "window=2000000ns..5000000ns"},
+      {"replay " + t + " --target " + cli.target + " --dry-run --window {0}", {"10s..", "10.."},
+       "window=10000000000ns.."},
+      {"replay " + t + " --target " + cli.target + " --dry-run --max-idle {0}", {"25ms", "0.025", "25000us"},
+       "max_idle=25000000ns"},
+      {"replay " + t + " --target " + cli.target + " --dry-run --max-idle {0}", {"1.5us", "1.5µs", "1500ns"},
+       "max_idle=1500ns"},
+  };
+  for (const auto& row : table) cli.check(row);
+
+  // A window takes its part of the trace, not all of it.
+  const auto whole = run(iotape_binary() + " report " + t);
+  const auto part = run(iotape_binary() + " report " + t + " --window 1m..2m");
+  CHECK(whole.output != part.output);
+
+  // bench has no dry run: without --allow-write it stops after its options
+  // were read, at the first thing it would write.
+  for (const std::string option : {"--duration 30m", "--duration 90s", "--duration 1h", "--duration 10",
+                                   "--round 1.5s", "--round 500ms", "--round 2", "--window 5m", "--window 300"}) {
+    const auto r = run(iotape_binary() + " bench consistency --target " + cli.target + " -o " +
+                       cli.dir.file("bench") + " " + option + " 2>&1");
+    INFO(option << "\n" << r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("give --allow-write") != std::string::npos);
+  }
+}
+
+TEST_CASE("a rejected form exits 64 naming the option", "[cli]") {
+  Cli cli;
+  const std::string& t = cli.trace;
+  const std::string replay = "replay " + t + " --target " + cli.target + " --dry-run";
+  const std::string bench = "bench consistency --target " + cli.target + " -o " + cli.dir.file("bench");
+  const std::string record = "record -o " + cli.dir.file("r.iot");
+  const std::vector<std::pair<std::string, std::string>> table = {
+      {"synth " + cli.profile + " -o " + cli.dir.file("s.iot") + " --span 1x", "--span"},
+      {"synth " + cli.profile + " -o " + cli.dir.file("s.iot") + " --span 16777216T", "--span"},
+      {"synth " + cli.profile + " -o " + cli.dir.file("s.iot") + " --duration '3 parsecs'", "--duration"},
+      {"cut " + t + " -o " + cli.dir.file("c.iot") + " --heavy --length 1x", "--length"},
+      {"cut " + t + " -o " + cli.dir.file("c.iot") + " --heavy --max-idle -1s", "--max-idle"},
+      {"cut " + t + " -o " + cli.dir.file("c.iot") + " --window 2m..1m", "--window"},
+      {"report " + t + " --window 5..1", "--window"},
+      {"report " + t + " --window abc", "--window"},
+      {"report " + t + " --window 1x..2s", "--window"},
+      {replay + " --max-idle 1x", "--max-idle"},
+      {replay + " --window 5ms..2ms", "--window"},
+      {bench + " --duration 1x", "--duration"},
+      {bench + " --round -1s", "--round"},
+      {bench + " --window 5x", "--window"},
+      {record + " --duration -1s", "--duration"},
+      {record + " --rotate-size 1x", "--rotate-size"},
+      {record + " --rotate-size 1Gb", "--rotate-size"},
+      {record + " --rotate-time 1y", "--rotate-time"},
+      {record + " --buffer 16Q", "--buffer"},
+      {record + " --flush-interval fast", "--flush-interval"},
+  };
+  for (const auto& [command, option] : table) {
+    const auto r = run(iotape_binary() + " " + command + " 2>&1");
+    INFO(command << "\n" << r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("iotape: " + option + ": bad ") != std::string::npos);
+  }
+
+  // In a profile the error is the profile's (bad input, 65), naming the file and the field.
+  const std::vector<std::pair<std::string, std::string>> fields = {  // the field, its line in kProfile
+      {"span", R"("span": "64MiB")"},
+      {"idle.mean", R"("mean": "1s")"},
+      {"device.bandwidth", R"("bandwidth": "500MB/s")"},
+  };
+  for (const auto& [field, line] : fields) {
+    std::string text = kProfile;
+    text.replace(text.find(line), line.size(), line.substr(0, line.find(':')) + R"(: "1x")");
+    const std::string path = cli.dir.file("bad.json");
+    test::write_file(path, text);
+    const auto r = run(iotape_binary() + " synth " + path + " -o " + cli.dir.file("s.iot") + " 2>&1");
+    INFO(text << "\n" << r.output);
+    CHECK(r.exit_code == 65);
+    CHECK(r.output.find("iotape: " + path + ": \"" + field + "\": bad ") != std::string::npos);
+  }
+}
+
+TEST_CASE("record takes every form of its durations and sizes", "[record][ebpf]") {
+  if (!test::require_root("record block IOs")) return;
+  TempDir dir;
+  test::LoopDevice loop(16u << 20);
+  for (const std::string options :
+       {"--rotate-size 1GB --rotate-time 1h --duration 1s --buffer 16MiB --flush-interval 100ms",
+        "--rotate-size 1G --rotate-time 3600 --duration 1 --buffer 16M --flush-interval 0.1",
+        "--rotate-size 512m --rotate-time 90m --duration 1000ms --buffer 4096K --flush-interval 1s"}) {
+    const std::string out = dir.file("r.iot");
+    const auto r = run(iotape_binary() + " record -d " + loop.path() + " -o " + out + " " + options + " 2>&1");
+    INFO(options << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(std::filesystem::exists(dir.file("r.0000.iot")));  // rotation writes numbered parts
+    std::filesystem::remove(dir.file("r.0000.iot"));
+  }
 }
