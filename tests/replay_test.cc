@@ -501,7 +501,7 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
     const auto r = test::run(replay_cmd(trace, loop.path(), result, ""));
     const auto after = test::block_stat(loop.name());
     INFO(r.output);
-    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code == 64);  // a usage error: nothing was written
     CHECK(r.output.find("--allow-write") != std::string::npos);
     CHECK(after.write_ios == before.write_ios);
     CHECK(after.read_ios == before.read_ios);
@@ -516,9 +516,9 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
     const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
     const auto ro = test::run(replay_cmd(trace, loop.path(), result, "--dry-run"));
     INFO(r.output);
-    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code == 77);  // a device refused
     CHECK(r.output.find("is mounted on " + mnt.path()) != std::string::npos);
-    CHECK(ro.exit_code != 0);
+    CHECK(ro.exit_code == 77);
     CHECK_FALSE(std::filesystem::exists(result));
   }
   SECTION("swap") {
@@ -529,7 +529,7 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
     const Undo swapoff{[&] { test::run("swapoff " + loop.path()); }};
     const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write"));
     INFO(r.output);
-    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code == 77);
     CHECK(r.output.find("used as swap") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(result));
   }

@@ -1,0 +1,62 @@
+// The command line's promises: one exit status per error kind, as
+// `iotape --help` and README.md document them, with messages that name the
+// file and the place.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/test_support.h"
+
+namespace {
+
+using iotape::test::iotape_binary;
+using iotape::test::run;
+using iotape::test::TempDir;
+
+std::string synth(const TempDir& dir) {
+  const std::string t = dir.file("t.iot");
+  REQUIRE(run(iotape_binary() + " synth storage-light --ios 20000 -o " + t).exit_code == 0);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("exit statuses follow the kind of error", "[cli]") {
+  TempDir dir;
+  const std::string t = synth(dir);
+
+  SECTION("0: done") { CHECK(run(iotape_binary() + " report " + t).exit_code == 0); }
+  SECTION("64: an unknown option or a bad value") {
+    CHECK(run(iotape_binary() + " report --no-such-option " + t).exit_code == 64);
+    CHECK(run(iotape_binary() + " nosuchcommand").exit_code == 64);
+    const auto r = run(iotape_binary() + " report --window 5..1 " + t);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("5..1") != std::string::npos);
+  }
+  SECTION("2: a damaged trace, read up to the damage") {
+    const std::string cut = dir.file("cut.iot");
+    std::filesystem::copy_file(t, cut);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(t) * 2 / 3);
+    const auto r = run(iotape_binary() + " report " + cut);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(cut) != std::string::npos);
+  }
+  SECTION("65: bad input, named by file and line") {
+    const std::string csv = dir.file("bad.csv");
+    std::ofstream(csv) << "128166372003061629,hm,0,Read,3154608128,4096,38747\nnot,a,record\n";
+    const auto r = run(iotape_binary() + " import msr " + csv + " -o " + dir.file("m.iot"));
+    INFO(r.output);
+    CHECK(r.exit_code == 65);
+    CHECK(r.output.find(csv + ":2:") != std::string::npos);
+  }
+  SECTION("74: a system call failed, with its error") {
+    const auto r = run(iotape_binary() + " report " + t + " --series-csv " + dir.file("no/such/dir/s.csv"));
+    INFO(r.output);
+    CHECK(r.exit_code == 74);
+    CHECK(r.output.find("No such file or directory") != std::string::npos);
+  }
+}
