@@ -438,6 +438,46 @@ TEST_CASE("blkparse: flush, FUA, discard, readahead, meta, errors, splits, merge
   require_text_equals_binary(dir.path(), "mix", {dir.file("mix.blktrace.0")});
 }
 
+// ---- blkparse text as found in the wild --------------------------------------
+
+namespace {
+
+// An IO as blkparse text gives it: times in ns, SECTOR and BYTES as printed.
+Row text_row(std::string device, int64_t queue, int64_t issue, int64_t complete, uint64_t sector, uint64_t bytes,
+             Op op, uint32_t flags = 0, uint32_t pid = 0, std::string comm = "", int32_t cpu = -1) {
+  return {.device = std::move(device), .issue_ns = issue, .offset = sector * 512, .length = bytes, .op = op,
+          .complete_ns = complete, .queue_ns = queue, .flags = flags, .pid = pid, .comm = std::move(comm),
+          .cpu = cpu};
+}
+
+}  // namespace
+
+TEST_CASE("blkparse: column headings, rules and comments are skipped", "[interop][blkparse]") {
+  const std::string heading =
+      "#Maj,Mn CPU   SeqNo  Seconds  PID  Evt Typ Sector +Len Description\n"
+      "#---------------------------------------------------------------\n";
+  TempDir dir;
+  write_file(dir.file("in.txt"), heading +
+                                     "  8,0    0        1     0.000000000  4162  Q   R 2048 + 8 [fio]\n"
+                                     "  8,0    0        2     0.000001500  4162  G   R 2048 + 8 [fio]\n"
+                                     "  8,0    0        3     0.000002000  4162  I   R 2048 + 8 [fio]\n"
+                                     "  8,0    0        4     0.000004000  4162  D   R 2048 + 8 [fio]\n"
+                                     "  8,0    0        5     0.000120000     0  C   R 2048 + 8 [0]\n"
+                                     "# a comment between events\n"
+                                     "  8,0    1        1     0.000200000  4163  Q  WS 4096 + 16 [fio]\n"
+                                     "  8,0    1        2     0.000201000  4163  G  WS 4096 + 16 [fio]\n"
+                                     "  8,0    1        3     0.000203000  4163  D  WS 4096 + 16 [fio]\n"
+                                     "  8,0    1        4     0.000350000     0  C  WS 4096 + 16 [0]\n");
+  const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
+  require_rows(got.rows, {text_row("8,0", 0, 4'000, 120'000, 2048, 4096, Op::kRead, 0, 4162, "fio", 0),
+                          text_row("8,0", 200'000, 203'000, 350'000, 4096, 8192, Op::kWrite, flag::kSync, 4163,
+                                   "fio", 1)});
+  CHECK(got.report.records == 9);
+  CHECK(got.report.notes.empty());
+  // Headings alone are no events.
+  require_error("blkparse", heading, 3, "no blkparse events");
+}
+
 // ---- round trips through iotape's exporters ----------------------------------
 
 namespace {

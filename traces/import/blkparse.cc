@@ -179,7 +179,10 @@ ImportReport import_blkparse(std::span<const Input> inputs, TraceWriter& out) {
     bool summary = false;
     for (std::string_view text; lines.next(text);) {
       text = trim_field(text);
-      if (text.empty() || text.starts_with("Input file ")) continue;
+      // Besides blank lines: column headings and rules some tools print
+      // above the events ("#Maj,Mn CPU SeqNo ...", "#-----"), and the input
+      // file names of blkparse -i.
+      if (text.empty() || text.starts_with('#') || text.starts_with("Input file ")) continue;
       if (summary || summary_start(text)) {
         summary = true;  // the statistics after the events: nothing to import
         continue;

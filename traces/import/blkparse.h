@@ -9,8 +9,9 @@
 //
 // Accepted besides events: remap lines "A ... <- (M,m) SECTOR", split lines
 // "X SECTOR / SECTOR", scheduler messages ("m N ..."), [comm] and [error]
-// tails, the "(elapsed)" of `blkparse -t`, and the per-CPU and total summary
-// at the end. Inputs are read one after another.
+// tails, the "(elapsed)" of `blkparse -t`, the per-CPU and total summary at
+// the end, and lines starting with '#' (column headings and rules some tools
+// print). Inputs are read one after another.
 //
 // Clock RELATIVE: nanoseconds since the first event blkparse printed.
 #pragma once
