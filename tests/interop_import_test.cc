@@ -450,6 +450,12 @@ Row text_row(std::string device, int64_t queue, int64_t issue, int64_t complete,
           .cpu = cpu};
 }
 
+bool has_note(const ImportReport& report, const std::string& text) {
+  for (const auto& n : report.notes) UNSCOPED_INFO("note: " << n);
+  return std::any_of(report.notes.begin(), report.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
 }  // namespace
 
 TEST_CASE("blkparse: column headings, rules and comments are skipped", "[interop][blkparse]") {
@@ -476,6 +482,55 @@ TEST_CASE("blkparse: column headings, rules and comments are skipped", "[interop
   CHECK(got.report.notes.empty());
   // Headings alone are no events.
   require_error("blkparse", heading, 3, "no blkparse events");
+}
+
+TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) is a preflush", "[interop][blkparse]") {
+  TempDir dir;
+  // A journal write with a barrier, remapped from a partition, then one
+  // request for each other spelling, issued and completed.
+  std::string text =
+      "  8,17   1      122     0.123450000  1234  Q WBS 1950883274 + 8 [jbd2/sdb1-8]\n"
+      "  8,16   1      123     0.123456789  1234  A WBS 1950885322 + 8 <- (8,17) 1950883274\n"
+      "  8,16   1      124     0.123457000  1234  Q WBS 1950885322 + 8 [jbd2/sdb1-8]\n"
+      "  8,16   1      125     0.123458000  1234  G WBS 1950885322 + 8 [jbd2/sdb1-8]\n"
+      "  8,16   1      126     0.123460000  1234  I WBS 1950885322 + 8 [jbd2/sdb1-8]\n"
+      "  8,16   1      127     0.123470000  1234  D WBS 1950885322 + 8 [jbd2/sdb1-8]\n"
+      "  8,16   0       88     0.124000000     0  C WBS 1950885322 + 8 [0]\n";
+  const std::vector<std::pair<std::string, std::string>> spellings = {
+      {"NB", "0 + 0"},          // an empty barrier: a flush
+      {"RAM", "500 + 8"},       // readahead, meta, in the old order
+      {"DE", "1000 + 2048"},    // a secure erase
+      {"DSE", "3000 + 8"},      // a secure discard, as kernels with REQ_SECURE printed it
+      {"FWFSU", "6000 + 8"},    // preflush, FUA, sync, atomic
+      {"F", "0 + 0"},           // a flush as the kernel prints it
+      {"ZA", "8000 + 8"},       // a zone append
+      {"ZRA", "0 + 0"},         // a reset of all zones
+      {"ZC", "524288 + 0"},     // a zone close
+  };
+  for (size_t i = 0; i < spellings.size(); ++i) {
+    const auto& [rwbs, where] = spellings[i];
+    const std::string t = "0.1" + std::to_string(25 + i);
+    text += "  8,16   1  " + std::to_string(200 + i) + "  " + t + "000000  1234  D " + rwbs + " " + where + " [jbd2]\n";
+    text += "  8,16   0  " + std::to_string(300 + i) + "  " + t + "100000     0  C " + rwbs + " " + where + " [0]\n";
+  }
+  write_file(dir.file("in.txt"), text);
+  const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
+  auto d = [](int64_t issue_us, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
+    return text_row("8,16", kNoTime, issue_us * 1000, issue_us * 1000 + 100'000, sector, bytes, op, flags);
+  };
+  require_rows(got.rows, {text_row("8,16", 123'450'000, 123'470'000, 124'000'000, 1950885322, 4096, Op::kWrite,
+                                   flag::kPreflush | flag::kSync, 1234, "jbd2/sdb1-8", 1),
+                          d(125'000, 0, 0, Op::kFlush), d(126'000, 500, 4096, Op::kRead, flag::kReadahead | flag::kMeta),
+                          d(127'000, 1000, 1 << 20, Op::kDiscard), d(128'000, 3000, 4096, Op::kDiscard, flag::kSync),
+                          d(129'000, 6000, 4096, Op::kWrite, flag::kPreflush | flag::kFua | flag::kSync),
+                          d(130'000, 0, 0, Op::kFlush), d(131'000, 8000, 4096, Op::kWrite),
+                          d(132'000, 0, 0, Op::kOther), d(133'000, 524288, 0, Op::kOther)});
+  CHECK(got.rows[0].offset == 998'853'284'864);
+  CHECK(has_note(got.report, "9 D events had no Q, G or I"));
+  CHECK(has_note(got.report, "1 remap (A) events moved"));
+  // Letters out of their order, or unknown, are still refused.
+  require_error("blkparse", "  8,16 1 1 0.1 1234 Q WSB 8 + 8 [x]\n", 1, "misplaced letter");
+  require_error("blkparse", "  8,16 1 1 0.1 1234 Q ZX 8 + 8 [x]\n", 1, "names no operation");
 }
 
 // ---- round trips through iotape's exporters ----------------------------------

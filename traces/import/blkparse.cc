@@ -36,26 +36,53 @@ uint32_t action_of(const FieldParser& p, std::string_view a) {
   p.fail("unknown action " + quote_field(a));
 }
 
-// RWBS letters back to categories: [F]{D|W|R|N}[F][A][S][M].
-uint32_t categories_of(const FieldParser& p, std::string_view rwbs) {
+// RWBS back to categories, and whether it names a zone command (which no
+// category tells). The letters, as blkparse (blkparse_fmt.c, fill_rwbs) and
+// the kernel (kernel/trace/blktrace.c, blk_fill_rwbs, whose tracepoint text
+// tools reshape into blkparse's columns) have printed them:
+//   blkparse                  [F]{D|W|R|N}[F][A][S][M]  leading F: preflush; later F: FUA
+//   blkparse, older kernels   {D|W|R|N}[A][B][S][M]     B: barrier, the preflush of kernels
+//                                                       before flush and FUA (the same bit)
+//   kernel, with REQ_SECURE   [F]{W|D|R|N}[F][A][S][M][E]   E: secure discard
+//   kernel, with REQ_OP       [F]{W|D|DE|F|R|N}[F][A][S][M]  DE: secure erase; F alone: a flush
+//   kernel, lately            ZA, ZR, ZRA, ZF, ZO, ZC for the op (zone append, reset (all),
+//                             finish, open, close), and a last [U] (atomic write)
+uint32_t categories_of(const FieldParser& p, std::string_view rwbs, bool& zone_command) {
   uint32_t c = 0;
-  size_t i = 0;
-  if (i < rwbs.size() && rwbs[i] == 'F' && rwbs.size() > 1 && std::string_view("DWRN").find(rwbs[1]) != std::string_view::npos) {
+  std::string_view s = rwbs;
+  auto take = [&s](std::string_view letters) {
+    if (!s.starts_with(letters)) return false;
+    s.remove_prefix(letters.size());
+    return true;
+  };
+  if (s.size() > 1 && s[0] == 'F' && std::string_view("DWRNFZ").find(s[1]) != std::string_view::npos) {
     c |= category::kFlush;
-    ++i;
+    s.remove_prefix(1);
   }
-  if (i == rwbs.size()) p.fail("RWBS " + quote_field(rwbs) + " has no D, W, R or N");
-  switch (rwbs[i++]) {
-    case 'D': c |= category::kDiscard | category::kWrite; break;  // discards are writes to the block layer
-    case 'W': c |= category::kWrite; break;
-    case 'R': case 'N': break;
-    default: p.fail("RWBS " + quote_field(rwbs) + " has no D, W, R or N");
-  }
-  for (const char* order = "FASM"; i < rwbs.size(); ++i) {
-    const char* at = std::strchr(order, rwbs[i]);
+  zone_command = false;
+  if (take("DE") || take("D"))
+    c |= category::kDiscard | category::kWrite;  // discards are writes to the block layer
+  else if (take("W") || take("ZA"))
+    c |= category::kWrite;
+  else if (take("F"))
+    c |= category::kFlush;
+  else if (take("ZRA") || take("ZR") || take("ZF") || take("ZO") || take("ZC"))
+    zone_command = true;
+  else if (!take("R") && !take("N"))
+    p.fail("RWBS " + quote_field(rwbs) + " names no operation (D, W, R, N, F or Z.)");
+  for (const char* order = "FABSMEU"; !s.empty(); s.remove_prefix(1)) {
+    const char* at = std::strchr(order, s[0]);
     if (!at || !*at) p.fail("RWBS " + quote_field(rwbs) + " has an unknown or misplaced letter");
     order = at + 1;
-    c |= rwbs[i] == 'F' ? category::kFua : rwbs[i] == 'A' ? category::kAhead : rwbs[i] == 'S' ? category::kSync : category::kMeta;
+    switch (s[0]) {
+      case 'F': c |= category::kFua; break;
+      case 'A': c |= category::kAhead; break;
+      case 'B': c |= category::kFlush; break;
+      case 'S': c |= category::kSync; break;
+      case 'M': c |= category::kMeta; break;
+      case 'E': c |= category::kDiscard | category::kWrite; break;
+      default: break;  // U: iotape keeps no flag for atomic writes
+    }
   }
   return c;
 }
@@ -100,7 +127,7 @@ class TextEvents {
     const uint32_t what = action_of(p, f[5]);
     ++report_.records;
     if (what == 0) return;  // a scheduler message: no event of a request
-    uint32_t c = categories_of(p, f[6]);
+    uint32_t c = categories_of(p, f[6], ev_.zone_command);
 
     // The [comm] or [error] tail, except for unplugs ("[comm] N").
     std::string_view tail;

@@ -11,7 +11,8 @@
 // "X SECTOR / SECTOR", scheduler messages ("m N ..."), [comm] and [error]
 // tails, the "(elapsed)" of `blkparse -t`, the per-CPU and total summary at
 // the end, and lines starting with '#' (column headings and rules some tools
-// print). Inputs are read one after another.
+// print). RWBS letters of every kernel and blkparse version are read, the B
+// (barrier) of old kernels as a preflush. Inputs are read one after another.
 //
 // Clock RELATIVE: nanoseconds since the first event blkparse printed.
 #pragma once

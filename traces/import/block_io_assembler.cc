@@ -85,9 +85,11 @@ class Requests {
   std::map<Key, std::deque<Request>> map_;
 };
 
-Op op_of(uint32_t c, uint32_t bytes) {
+Op op_of(const TraceEvent& ev) {
+  const uint32_t c = ev.categories();
+  if (ev.zone_command) return Op::kOther;
   if (c & category::kDiscard) return Op::kDiscard;
-  if ((c & category::kFlush) && bytes == 0) return Op::kFlush;
+  if ((c & category::kFlush) && ev.bytes == 0) return Op::kFlush;
   return (c & category::kWrite) ? Op::kWrite : Op::kRead;
 }
 
@@ -248,7 +250,7 @@ class BlockIoAssembler::Impl {
     }
     r.bytes = ev.bytes;
     r.issue_ns = static_cast<int64_t>(ev.time);
-    r.op = op_of(ev.categories(), ev.bytes);
+    r.op = op_of(ev);
     r.flags = flags_of(ev.categories(), r.op);
     r.completed = 0;
     in_flight_.put(k, std::move(r));

@@ -50,6 +50,8 @@ struct TraceEvent {
   // print no sector, its C and R only the sector. Such events match at sector
   // 0; a C gives the IO its sector.
   bool sectorless = false;
+  // blkparse text of a zone reset, open, close or finish: an IO of op other.
+  bool zone_command = false;
 
   uint32_t what() const { return action & 0xff; }
   uint32_t categories() const { return action >> 16; }
