@@ -3,5 +3,5 @@
 #include "traces/import/blkparse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return iotape::fuzz::import_bytes(iotape::import_blkparse, {data, size});
+  return iotape::fuzz::import_bytes_spilling(iotape::import_blkparse, {data, size});
 }

@@ -533,6 +533,37 @@ TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) i
   require_error("blkparse", "  8,16 1 1 0.1 1234 Q ZX 8 + 8 [x]\n", 1, "names no operation");
 }
 
+TEST_CASE("blkparse: headings, an old kernel's letters and CPU blocks out of time order, together",
+          "[interop][blkparse]") {
+  // Completions on CPU 1 printed before the submissions on CPU 0: only once
+  // sorted does each C follow its D.
+  TempDir dir;
+  write_file(dir.file("in.txt"),
+             "# blkparse -i sdb, one CPU after the other\n"
+             "#Maj,Mn CPU   SeqNo  Seconds  PID  Evt Typ Sector +Len Description\n"
+             "#---------------------------------------------------------------\n"
+             "  8,16   1        1     0.001000000     0  C WBS 2048 + 8 [0]\n"
+             "  8,16   1        2     0.002500000     0  C  RA 4096 + 16 [0]\n"
+             "  8,16   1        3     0.003000000     0  C WBS 2048 + 8 [0]\n"
+             "  8,16   0        1     0.000100000  4321  Q WBS 2048 + 8 [kjournald]\n"
+             "  8,16   0        2     0.000200000  4321  G WBS 2048 + 8 [kjournald]\n"
+             "  8,16   0        3     0.000300000  4321  I WBS 2048 + 8 [kjournald]\n"
+             "  8,16   0        4     0.000400000  4321  D WBS 2048 + 8 [kjournald]\n"
+             "  8,16   0        5     0.002000000   555  Q  RA 4096 + 16 [cat]\n"
+             "  8,16   0        6     0.002100000   555  D  RA 4096 + 16 [cat]\n"
+             "  8,16   0        7     0.002600000  4321  Q WBS 2048 + 8 [kjournald]\n"
+             "  8,16   0        8     0.002700000  4321  D WBS 2048 + 8 [kjournald]\n");
+  const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
+  const uint32_t barrier = flag::kPreflush | flag::kSync;
+  require_rows(got.rows,
+               {text_row("8,16", 100'000, 400'000, 1'000'000, 2048, 4096, Op::kWrite, barrier, 4321, "kjournald", 0),
+                text_row("8,16", 2'000'000, 2'100'000, 2'500'000, 4096, 8192, Op::kRead, flag::kReadahead, 555, "cat", 0),
+                text_row("8,16", 2'600'000, 2'700'000, 3'000'000, 2048, 4096, Op::kWrite, barrier, 4321, "kjournald", 0)});
+  CHECK(got.report.records == 11);
+  CHECK(got.report.notes ==
+        std::vector<std::string>{"sorted by time: 8 events came after later ones (text printed CPU by CPU?)"});
+}
+
 // ---- round trips through iotape's exporters ----------------------------------
 
 namespace {

@@ -1,10 +1,14 @@
 #include "traces/import/blkparse.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "traces/import/block_io_assembler.h"
 #include "traces/import/input.h"
+#include "traces/import/sorted_spill.h"
 #include "traces/import/text_lines.h"
 
 namespace iotape {
@@ -101,11 +105,10 @@ bool summary_start(std::string_view line) {
          line.starts_with("Total (");
 }
 
-class TextEvents {
+// The event of one line; false for a scheduler message, which is none.
+class EventParser {
  public:
-  TextEvents(TraceWriter& out, ImportReport& report) : assembler_(out, report), report_(report) {}
-
-  void parse_line(const FieldParser& p, std::string_view text, const blk::EventPlace& place) {
+  bool parse(const FieldParser& p, std::string_view text, TraceEvent& ev) {
     std::array<std::string_view, 7> f;
     size_t n = 0, at = 0;
     for (; n < f.size(); ++n) {  // the seven header columns; DETAILS is the rest of the line
@@ -117,17 +120,16 @@ class TextEvents {
     }
     if (n < 7) p.fail("expected MAJ,MIN CPU SEQ TIME PID ACTION RWBS, found " + std::to_string(n) + " columns: not blkparse output");
     std::string_view details = trim_field(at < text.size() ? text.substr(at) : std::string_view());
-    ev_ = {};
-    ev_.dev = device_of(p, f[0]);
+    ev = {};
+    ev.dev = device_of(p, f[0]);
     const uint64_t cpu = p.number(f[1], "cpu"), pid = p.number(f[4], "pid");
     if (cpu > UINT32_MAX || pid > UINT32_MAX) p.fail("cpu or pid out of range");
-    ev_.cpu = static_cast<uint32_t>(cpu);
-    ev_.pid = static_cast<uint32_t>(pid);
-    ev_.time = static_cast<uint64_t>(p.decimal_ns(f[3], 1'000'000'000, "time"));
+    ev.cpu = static_cast<uint32_t>(cpu);
+    ev.pid = static_cast<uint32_t>(pid);
+    ev.time = static_cast<uint64_t>(p.decimal_ns(f[3], 1'000'000'000, "time"));
     const uint32_t what = action_of(p, f[5]);
-    ++report_.records;
-    if (what == 0) return;  // a scheduler message: no event of a request
-    uint32_t c = categories_of(p, f[6], ev_.zone_command);
+    if (what == 0) return false;  // a scheduler message: no event of a request
+    uint32_t c = categories_of(p, f[6], ev.zone_command);
 
     // The [comm] or [error] tail, except for unplugs ("[comm] N").
     std::string_view tail;
@@ -145,42 +147,40 @@ class TextEvents {
       // SECTOR + N <- (M,m) FROM
       if (dn != 6 || d[1] != "+" || d[3] != "<-" || !d[4].starts_with('(') || !d[4].ends_with(')'))
         p.fail("remap details are not 'SECTOR + N <- (M,m) SECTOR': " + quote_field(details));
-      ev_.sector = p.number(d[0], "sector");
-      ev_.bytes = blocks_to_bytes(p, d[2]);
-      ev_.remap_from_dev = device_of(p, d[4].substr(1, d[4].size() - 2));
-      ev_.remap_to_dev = ev_.dev;
-      ev_.remap_from_sector = p.number(d[5], "sector");
+      ev.sector = p.number(d[0], "sector");
+      ev.bytes = blocks_to_bytes(p, d[2]);
+      ev.remap_from_dev = device_of(p, d[4].substr(1, d[4].size() - 2));
+      ev.remap_to_dev = ev.dev;
+      ev.remap_from_sector = p.number(d[5], "sector");
     } else if (what == blktrace::kSplit) {
       if (dn != 3 || d[1] != "/") p.fail("split details are not 'SECTOR / SECTOR': " + quote_field(details));
-      ev_.sector = p.number(d[0], "sector");
-      ev_.split_sector = p.number(d[2], "sector");
-      if (ev_.split_sector < ev_.sector || ev_.split_sector - ev_.sector > UINT32_MAX / 512)
-        p.fail("split at " + std::to_string(ev_.split_sector) + " is out of range");
-      ev_.bytes = static_cast<uint32_t>((ev_.split_sector - ev_.sector) * 512);
+      ev.sector = p.number(d[0], "sector");
+      ev.split_sector = p.number(d[2], "sector");
+      if (ev.split_sector < ev.sector || ev.split_sector - ev.sector > UINT32_MAX / 512)
+        p.fail("split at " + std::to_string(ev.split_sector) + " is out of range");
+      ev.bytes = static_cast<uint32_t>((ev.split_sector - ev.sector) * 512);
     } else if (dn >= 3 && d[1] == "+") {  // SECTOR + N, maybe (elapsed)
-      ev_.sector = p.number(d[0], "sector");
-      ev_.bytes = blocks_to_bytes(p, d[2]);
+      ev.sector = p.number(d[0], "sector");
+      ev.bytes = blocks_to_bytes(p, d[2]);
     } else if (dn >= 1 && error_tail) {  // a completion of zero bytes: its sector only
-      ev_.sector = p.number(d[0], "sector");
-      ev_.sectorless = true;
+      ev.sector = p.number(d[0], "sector");
+      ev.sectorless = true;
     } else if (dn >= 1 && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
       c |= category::kPassthrough;  // passthrough requests print their byte count, no sector
     } else if (dn == 0) {
-      ev_.sectorless = true;  // a request of zero bytes: no sector either
+      ev.sectorless = true;  // a request of zero bytes: no sector either
     }
     if (error_tail) {
       const int64_t e = tail.empty() ? 0 : p.signed_number(tail, "error");
       if (e < INT16_MIN || e > UINT16_MAX) p.fail("error " + std::to_string(e) + " is out of range");
-      ev_.error = static_cast<uint16_t>(e);
+      ev.error = static_cast<uint16_t>(e);
     } else if (tail != "(null)" && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
       comm_ = printable(tail);  // names in a trace must be UTF-8
-      ev_.comm = comm_;
+      ev.comm = comm_;
     }
-    ev_.action = what | c << 16;
-    assembler_.on_event(ev_, place);
+    ev.action = what | c << 16;
+    return true;
   }
-
-  void finish() { assembler_.finish(); }
 
  private:
   static uint32_t blocks_to_bytes(const FieldParser& p, std::string_view blocks) {
@@ -189,21 +189,32 @@ class TextEvents {
     return static_cast<uint32_t>(n * 512);
   }
 
-  blk::BlockIoAssembler assembler_;
-  ImportReport& report_;
-  TraceEvent ev_;
   std::string comm_;
 };
 
+// An event held for sorting, with the line it came from; its process name is
+// the held record's text.
+struct HeldEvent {
+  TraceEvent ev;
+  uint64_t line;
+};
+static_assert(std::is_trivially_copyable_v<HeldEvent>);  // held as bytes
+
 }  // namespace
 
-ImportReport import_blkparse(std::span<const Input> inputs, TraceWriter& out) {
+ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
   ImportReport report;
-  TextEvents events(out, report);
+  blk::BlockIoAssembler assembler(out, report);
+  EventParser parser;
+  uint64_t out_of_order = 0, spilled = 0;
   for (const Input& in : inputs) {
+    // blkparse prints events in time order, but text printed CPU by CPU, or
+    // cut and joined, is not: each input is sorted by time before assembly.
+    RecordSpill sorted(sizeof(HeldEvent), options.sort_run_ios, options.spill_dir);
     LineReader lines(in, "blkparse output");
     const uint64_t before = report.records;
     bool summary = false;
+    uint64_t latest = 0;
     for (std::string_view text; lines.next(text);) {
       text = trim_field(text);
       // Besides blank lines: column headings and rules some tools print
@@ -214,12 +225,32 @@ ImportReport import_blkparse(std::span<const Input> inputs, TraceWriter& out) {
         summary = true;  // the statistics after the events: nothing to import
         continue;
       }
-      events.parse_line(FieldParser(in.name, lines.line()), text, {in.name, lines.line(), true});
+      ++report.records;
+      HeldEvent held{.ev = {}, .line = lines.line()};
+      if (!parser.parse(FieldParser(in.name, lines.line()), text, held.ev)) continue;
+      if (held.ev.time < latest) ++out_of_order;
+      latest = std::max(latest, held.ev.time);
+      const std::string_view comm = std::exchange(held.ev.comm, {});
+      sorted.add(static_cast<int64_t>(held.ev.time), &held, comm);
     }
     if (report.records == before)
       throw error_at_line(in.name, lines.line() + 1, lines.line() == 0 ? "empty file: no blkparse events" : "no blkparse events");
+    sorted.drain([&](const void* fixed, std::string_view comm) {
+      HeldEvent held;
+      std::memcpy(&held, fixed, sizeof held);
+      held.ev.comm = comm;
+      assembler.on_event(held.ev, {in.name, held.line, true});
+    });
+    spilled += sorted.spilled_runs();
   }
-  events.finish();
+  if (out_of_order || spilled) {
+    std::string note = "sorted by time";
+    if (out_of_order)
+      note += ": " + std::to_string(out_of_order) + " events came after later ones (text printed CPU by CPU?)";
+    if (spilled) note += ", through " + std::to_string(spilled) + " spilled runs";
+    report.notes.push_back(note);
+  }
+  assembler.finish();
   return report;
 }
 

@@ -12,7 +12,9 @@
 // tails, the "(elapsed)" of `blkparse -t`, the per-CPU and total summary at
 // the end, and lines starting with '#' (column headings and rules some tools
 // print). RWBS letters of every kernel and blkparse version are read, the B
-// (barrier) of old kernels as a preflush. Inputs are read one after another.
+// (barrier) of old kernels as a preflush. Events need not be in time order
+// (text printed CPU by CPU): each input is sorted by time in bounded memory
+// (ImportOptions::sort_run_ios, spill_dir). Inputs are read one after another.
 //
 // Clock RELATIVE: nanoseconds since the first event blkparse printed.
 #pragma once
@@ -25,6 +27,6 @@
 namespace iotape {
 
 // Throws TraceError "FILE:LINE: why" on the first malformed line.
-ImportReport import_blkparse(std::span<const Input> inputs, TraceWriter& out);
+ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out);
 
 }  // namespace iotape

@@ -19,12 +19,24 @@ namespace iotape {
 
 namespace {
 
-// The registry's entry point for an importer over streams. These formats
-// have no volume ids to filter by (or name devices themselves).
+// These formats have no volume ids to filter by (or name devices themselves).
+void refuse_volumes(const ImportOptions& options) {
+  if (!options.volumes.empty()) throw UsageError("this import format does not filter volumes (--volume)");
+}
+
+// The registry's entry point for an importer over streams.
 template <StreamImporter import>
 ImportReport import_paths(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out) {
-  if (!options.volumes.empty()) throw UsageError("this import format does not filter volumes (--volume)");
+  refuse_volumes(options);
   return import_files(paths, out, import);
+}
+
+// The same for one that sorts, and so takes the sorting options.
+template <OptionsStreamImporter import>
+ImportReport import_paths_sorting(const std::vector<std::string>& paths, const ImportOptions& options,
+                                  TraceWriter& out) {
+  refuse_volumes(options);
+  return import_files(paths, options, out, import);
 }
 
 template <OptionsStreamImporter import>
@@ -41,7 +53,7 @@ constexpr Importer kImporters[] = {
     {"vscsi", "VMware/CloudPhysics vscsi binary records, v1 or v2", v1::CLOCK_DOMAIN_RELATIVE,
      import_paths<import_vscsi>},
     {"blkparse", "blkparse's default text output of a blktrace run (summary and messages allowed)",
-     v1::CLOCK_DOMAIN_RELATIVE, import_paths<import_blkparse>},
+     v1::CLOCK_DOMAIN_RELATIVE, import_paths_sorting<import_blkparse>},
     {"fio-iolog", "fio iolog v2 or v3 (--write_iolog); every file becomes a device", v1::CLOCK_DOMAIN_RELATIVE,
      import_paths_with<import_fio_iolog>, true},
     {"systor", "SNIA SYSTOR'17 CSV: Timestamp,Response,IOType,LUN,Offset,Size (unsorted)",
