@@ -479,6 +479,13 @@ int64_t first_issue(const std::vector<Row>& rows) {
   return std::min_element(rows.begin(), rows.end())->issue_ns;
 }
 
+// An IO as block events give it: SECTOR and BYTES as the events carry them.
+Row event_row(std::string device, int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op,
+              uint32_t flags = 0, uint32_t pid = 0, std::string comm = "", int32_t cpu = -1) {
+  return {.device = std::move(device), .queue_ns = q, .issue_ns = i, .complete_ns = c, .offset = sector * 512,
+          .length = bytes, .op = op, .flags = flags, .pid = pid, .comm = std::move(comm), .cpu = cpu};
+}
+
 // The fixed part of the blktrace record at byte `at`, as written.
 blktrace::Record record_at(const std::string& bytes, size_t at) {
   blktrace::Record r;
@@ -643,19 +650,7 @@ TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flus
 
   auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op, uint32_t flags,
                uint32_t pid, std::string comm, int32_t cpu) {
-    Row r;
-    r.device = "8,16";
-    r.queue_ns = q;
-    r.issue_ns = i;
-    r.complete_ns = c;
-    r.offset = sector * 512;
-    r.length = bytes;
-    r.op = op;
-    r.flags = flags;
-    r.pid = pid;
-    r.comm = std::move(comm);
-    r.cpu = cpu;
-    return r;
+    return event_row("8,16", q, i, c, sector, bytes, op, flags, pid, std::move(comm), cpu);
   };
   std::vector<Row> want = {
       io(1000, 2000, 3000, 992, 12288, Op::kWrite, flag::kSync | flag::kFua, 100, "fio", 0),
@@ -686,6 +681,66 @@ TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flus
   CHECK(has("2 passthrough (PC) events skipped"));
   CHECK(got.report.skipped == 5);
   CHECK(got.report.ios == want.size());
+}
+
+TEST_CASE("blktrace: traces without D, or without C, events give IOs with the times they have", "[import][blktrace]") {
+  const uint32_t sda = blk::dev(8, 0), W = blk::kWrite;
+  TempDir dir;
+  auto import_cpus = [&](const std::string& cpu0, const std::string& cpu1) {
+    write_file(dir.file("t.blktrace.0"), cpu0);
+    write_file(dir.file("t.blktrace.1"), cpu1);
+    return import_and_read("blktrace", {dir.file("t.blktrace.0"), dir.file("t.blktrace.1")}, dir.file("t.iot"));
+  };
+  auto row = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
+    return event_row("8,0", q, i, c, sector, bytes, op, flags);
+  };
+  auto has = [](const Imported& got, const std::string& text) {
+    for (const auto& n : got.report.notes) UNSCOPED_INFO("note: " << n);
+    return std::any_of(got.report.notes.begin(), got.report.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  std::string cpu0, cpu1;
+  auto e0 = [&](blk::Event e) { e.cpu = 0; blk::append(cpu0, e); };
+  auto e1 = [&](blk::Event e) { e.cpu = 1; blk::append(cpu1, e); };
+
+  SECTION("C events only (blktrace -a complete): each C, as issue time") {
+    e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::C, .device = sda});
+    e0({.time = 2000, .sector = 200, .bytes = 8192, .action = blk::C | W | blk::kSync, .device = sda, .error = 5});
+    e1({.time = 1500, .sector = 300, .bytes = 4096, .action = blk::C | W | blk::kFua, .device = sda});
+    const auto got = import_cpus(cpu0, cpu1);
+    std::vector<Row> want = {row(kNoTime, 1000, kNoTime, 100, 4096, Op::kRead),
+                             row(kNoTime, 1500, kNoTime, 300, 4096, Op::kWrite, flag::kFua),
+                             row(kNoTime, 2000, kNoTime, 200, 8192, Op::kWrite, flag::kSync)};
+    want[2].status = -5;
+    require_same(got.rows, want);
+    CHECK(got.report.ios == 3);
+    CHECK(got.report.skipped == 0);
+    CHECK(has(got, "the input carries only C events, no D"));
+    CHECK(has(got, "3 IOs have no issue time"));
+    CHECK(got.header.metadata().at("import.issue_times") == "Q, else C: the input has no D events");
+  }
+  SECTION("D events only (blktrace -a issue): issue times") {
+    e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::D, .device = sda});
+    e1({.time = 1200, .sector = 500, .bytes = 4096, .action = blk::D | W | blk::kFlush, .device = sda});
+    const auto got = import_cpus(cpu0, cpu1);
+    require_same(got.rows, {row(kNoTime, 1000, kNoTime, 100, 4096, Op::kRead),
+                            row(kNoTime, 1200, kNoTime, 500, 4096, Op::kWrite, flag::kPreflush)});
+    CHECK(has(got, "the input carries only D events, no C"));
+    CHECK(has(got, "2 IOs have no completion time"));
+    CHECK_FALSE(has(got, "not completed when the trace ended"));
+    CHECK_FALSE(got.header.metadata().contains("import.issue_times"));
+  }
+  SECTION("C events before the first D: they matched no D, as before") {
+    e1({.time = 500, .sector = 900, .bytes = 4096, .action = blk::C, .device = sda});
+    e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::Q, .pid = 7, .device = sda});
+    e0({.time = 1100, .sector = 100, .bytes = 4096, .action = blk::D, .device = sda});
+    e1({.time = 1300, .sector = 100, .bytes = 4096, .action = blk::C, .device = sda});
+    const auto got = import_cpus(cpu0, cpu1);
+    require_same(got.rows, {event_row("8,0", 1000, 1100, 1300, 100, 4096, Op::kRead, 0, 7, "", 0)});
+    CHECK(got.report.notes == std::vector<std::string>{"1 C events matched no D (issued before the trace started, "
+                                                       "or a bio-based device)"});
+    CHECK(got.report.skipped == 1);
+  }
 }
 
 TEST_CASE("blktrace: malformed input fails with file and byte offset", "[import][blktrace][malformed]") {

@@ -348,6 +348,18 @@ uint64_t first_event_time(const std::vector<std::string>& files) {
   return first;
 }
 
+// `events` as one per-CPU file, numbered in order: blkparse drops events of
+// a repeated sequence number.
+std::string numbered(const std::vector<blk::Event>& events) {
+  std::string bytes;
+  for (size_t i = 0; i < events.size(); ++i) {
+    blk::append(bytes, events[i]);
+    const uint32_t seq = static_cast<uint32_t>(i + 1);
+    std::memcpy(bytes.data() + bytes.size() - 48 - events[i].payload.size() + 4, &seq, 4);
+  }
+  return bytes;
+}
+
 // Both imports of one blktrace run: the binary files and blkparse's text of
 // them, which must agree field by field once blkparse's time origin is
 // added and the cgroup (not printed) is left out.
@@ -427,15 +439,29 @@ TEST_CASE("blkparse: flush, FUA, discard, readahead, meta, errors, splits, merge
       {.time = 1028, .sector = 2948, .bytes = 4096, .action = blk::D | W, .device = sda},
       {.time = 1029, .sector = 2948, .bytes = 4096, .action = blk::C | W, .device = sda},
   };
-  std::string bytes;
-  for (size_t i = 0; i < events.size(); ++i) {
-    blk::append(bytes, events[i]);
-    const uint32_t seq = static_cast<uint32_t>(i + 1);  // blkparse drops events of a repeated sequence
-    std::memcpy(bytes.data() + bytes.size() - 48 - events[i].payload.size() + 4, &seq, 4);
-  }
   TempDir dir;
-  write_file(dir.file("mix.blktrace.0"), bytes);
+  write_file(dir.file("mix.blktrace.0"), numbered(events));
   require_text_equals_binary(dir.path(), "mix", {dir.file("mix.blktrace.0")});
+}
+
+TEST_CASE("blkparse: blkparse's text of traces without D or without C imports like the binary files",
+          "[interop][blkparse]") {
+  const uint32_t sda = blk::dev(8, 0), W = blk::kWrite;
+  // With the event's own category, as the kernel sets it (blkparse drops reads without).
+  for (const uint32_t what : {blk::C | blktrace::action(0, blk::category::kComplete),
+                              blk::D | blktrace::action(0, blk::category::kIssue)}) {
+    DYNAMIC_SECTION(((what & 0xff) == blk::C ? "C" : "D") << " events only") {
+      const std::vector<blk::Event> events = {
+          {.time = 900, .action = blk::kProcessName, .pid = 9, .device = sda, .payload = blk::comm("fio")},
+          {.time = 1000, .sector = 100, .bytes = 4096, .action = what, .device = sda},
+          {.time = 2000, .sector = 200, .bytes = 8192, .action = what | W | blk::kSync, .device = sda, .error = 5},
+          {.time = 3000, .sector = 300, .bytes = 4096, .action = what | W | blk::kFua, .device = sda},
+      };
+      TempDir dir;
+      write_file(dir.file("only.blktrace.0"), numbered(events));
+      require_text_equals_binary(dir.path(), "only", {dir.file("only.blktrace.0")});
+    }
+  }
 }
 
 // ---- blkparse text as found in the wild --------------------------------------
@@ -531,6 +557,60 @@ TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) i
   // Letters out of their order, or unknown, are still refused.
   require_error("blkparse", "  8,16 1 1 0.1 1234 Q WSB 8 + 8 [x]\n", 1, "misplaced letter");
   require_error("blkparse", "  8,16 1 1 0.1 1234 Q ZX 8 + 8 [x]\n", 1, "names no operation");
+}
+
+TEST_CASE("blkparse: traces without C, or without D, give the IOs with the times they have", "[interop][blkparse]") {
+  struct Shape {
+    std::string name, text;
+    std::vector<Row> rows;
+    std::vector<std::string> notes, not_notes;
+  };
+  const std::vector<Shape> shapes = {
+      {"Q and D events (blktrace -a queue,issue): queue and issue times",
+       "  8,0    0        1     0.000100000   10  Q   R 100 + 8 [fio]\n"
+       "  8,0    0        2     0.000110000   10  G   R 100 + 8 [fio]\n"
+       "  8,0    0        3     0.000120000   10  I   R 100 + 8 [fio]\n"
+       "  8,0    0        4     0.000150000   10  D   R 100 + 8 [fio]\n"
+       "  8,0    1        1     0.000200000   11  Q  WS 200 + 8 [dd]\n"
+       "  8,0    1        2     0.000260000   11  D  WS 200 + 8 [dd]\n",
+       {text_row("8,0", 100'000, 150'000, kNoTime, 100, 4096, Op::kRead, 0, 10, "fio", 0),
+        text_row("8,0", 200'000, 260'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync, 11, "dd", 1)},
+       {"the input carries only Q, G, I, D events, no C", "2 IOs have no completion time"},
+       {"not completed when the trace ended"}},
+      {"D events only: issue times",
+       "  8,0    0        1     0.000100000   10  D   R 100 + 8 [fio]\n"
+       "  8,0    0        2     0.000200000   10  D  WS 200 + 8 [fio]\n",
+       {text_row("8,0", kNoTime, 100'000, kNoTime, 100, 4096, Op::kRead),
+        text_row("8,0", kNoTime, 200'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync)},
+       {"the input carries only D events, no C", "2 IOs have no completion time"},
+       {}},
+      {"Q events only (blktrace -a queue): the queue time, as issue time",
+       "  8,0    0        1     0.000100000   10  Q   R 100 + 8 [fio]\n"
+       "  8,0    0        2     0.000150000   10  Q   R 108 + 8 [fio]\n"
+       "  8,0    0        3     0.000160000   10  M   R 108 + 8 [fio]\n"
+       "  8,0    1        1     0.000200000   11  Q  WS 200 + 8 [dd]\n",
+       {text_row("8,0", kNoTime, 100'000, kNoTime, 100, 8192, Op::kRead, 0, 10, "fio", 0),
+        text_row("8,0", kNoTime, 200'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync, 11, "dd", 1)},
+       {"the input carries only Q, M events, no D or C", "2 IOs have no issue time"},
+       {"never issued"}},
+      {"Q and C events (a bio-based device): the queue time as issue time, the completion",
+       "253,0    0        1     0.000100000   10  Q   R 100 + 8 [fio]\n"
+       "253,0    1        1     0.000300000    0  C   R 100 + 8 [0]\n"
+       "253,0    0        2     0.000400000   10  Q   W 500 + 8 [fio]\n",
+       {text_row("253,0", kNoTime, 100'000, 300'000, 100, 4096, Op::kRead, 0, 10, "fio", 0)},
+       {"the input carries only Q, C events, no D", "1 queued bios or requests were never issued"},
+       {}},
+  };
+  for (const Shape& shape : shapes) {
+    DYNAMIC_SECTION(shape.name) {
+      TempDir dir;
+      write_file(dir.file("in.txt"), shape.text);
+      const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
+      require_rows(got.rows, shape.rows);
+      for (const auto& n : shape.notes) CHECK(has_note(got.report, n));
+      for (const auto& n : shape.not_notes) CHECK_FALSE(has_note(got.report, n));
+    }
+  }
 }
 
 TEST_CASE("blkparse: headings, an old kernel's letters and CPU blocks out of time order, together",

@@ -204,7 +204,7 @@ static_assert(std::is_trivially_copyable_v<HeldEvent>);  // held as bytes
 
 ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
   ImportReport report;
-  blk::BlockIoAssembler assembler(out, report);
+  blk::BlockIoAssembler assembler(out, report, options);
   EventParser parser;
   uint64_t out_of_order = 0, spilled = 0;
   for (const Input& in : inputs) {
@@ -239,7 +239,7 @@ ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions&
       HeldEvent held;
       std::memcpy(&held, fixed, sizeof held);
       held.ev.comm = comm;
-      assembler.on_event(held.ev, {in.name, held.line, true});
+      assembler.on_event(held.ev, {&in.name, held.line, true});
     });
     spilled += sorted.spilled_runs();
   }

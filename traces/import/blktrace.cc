@@ -147,7 +147,7 @@ ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
     const size_t i = heads.top();
     heads.pop();
     ++report.records;
-    assembler.on_event(streams[i].event(), {streams[i].name(), streams[i].at(), false});
+    assembler.on_event(streams[i].event(), {&streams[i].name(), streams[i].at(), false});
     if (streams[i].next()) heads.push(i);
   }
   assembler.finish();

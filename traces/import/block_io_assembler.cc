@@ -1,10 +1,18 @@
 #include "traces/import/block_io_assembler.h"
 
+#include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "traces/error.h"
+#include "traces/import/sorted_spill.h"
 
 namespace iotape::blk {
 
@@ -35,6 +43,7 @@ struct Request {
   Op op = Op::kRead;
   uint32_t flags = 0;
   bool remapped = false;  // moved here by an A event, not yet queued on this device
+  EventPlace place;       // its latest Q, G, I or D, for errors about an IO written at the end
 };
 
 // Requests by (device, current sector); several may share one place.
@@ -70,6 +79,14 @@ class Requests {
     return n;
   }
 
+  // Removes every request `take` returns true for, visiting them in key order.
+  void take_if(const std::function<bool(Key, const Request&)>& take) {
+    for (auto it = map_.begin(); it != map_.end();) {
+      std::erase_if(it->second, [&](const Request& r) { return take(it->first, r); });
+      it = it->second.empty() ? map_.erase(it) : std::next(it);
+    }
+  }
+
  private:
   Request take(Key k, bool front) {
     auto it = map_.find(k);
@@ -103,11 +120,39 @@ uint32_t flags_of(uint32_t c, Op op) {
   return f;
 }
 
+// What a trace carried: the kinds of request events.
+class EventCensus {
+ public:
+  void count(const TraceEvent& ev) {
+    if (ev.what() < 32) kinds_ |= 1u << ev.what();
+  }
+  bool has(uint32_t what) const { return kinds_ >> what & 1; }
+
+  // When D or C events are missing: which kinds the input carried.
+  std::optional<std::string> kinds_note() const {
+    std::vector<char> present;
+    for (auto [what, letter] : kLetters)
+      if (has(what)) present.push_back(letter);
+    if (present.empty() || (has(kIssue) && has(kComplete))) return std::nullopt;
+    const char* missing = has(kIssue) ? "C" : has(kComplete) ? "D" : "D or C";
+    return fmt::format("the input carries only {} events, no {} (recorded with a filter mask, blktrace -a?)",
+                       fmt::join(present, ", "), missing);
+  }
+
+ private:
+  static constexpr std::pair<uint32_t, char> kLetters[] = {
+      {kQueue, 'Q'}, {kGetrq, 'G'},  {kInsert, 'I'}, {kBackmerge, 'M'}, {kFrontmerge, 'F'},
+      {kSplit, 'X'}, {kRemap, 'A'}, {kIssue, 'D'},  {kRequeue, 'R'},   {kComplete, 'C'}};
+
+  uint32_t kinds_ = 0;  // bit `what` for each kind seen
+};
+
 }  // namespace
 
 class BlockIoAssembler::Impl {
  public:
-  Impl(TraceWriter& out, ImportReport& report) : out_(out), report_(report) {}
+  Impl(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+      : out_(out), report_(report), options_(options) {}
 
   void on_event(const TraceEvent& ev, const EventPlace& place) {
     const uint32_t c = ev.categories();
@@ -122,6 +167,7 @@ class BlockIoAssembler::Impl {
       ++report_.skipped;
       return;
     }
+    census_.count(ev);
     const Key k{ev.dev, ev.sectorless ? 0 : ev.sector};
     switch (ev.what()) {
       case kQueue:
@@ -129,16 +175,16 @@ class BlockIoAssembler::Impl {
           r->remapped = false;  // the same bio, now queued here: keep its first queue time
           return;
         }
-        queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time)));
+        queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time), place));
         break;
       case kGetrq:
-        if (!queued_.front(k)) queued_.put(k, submitted(ev, kNoTime));
+        if (!queued_.front(k)) queued_.put(k, submitted(ev, kNoTime, place));
         break;
       case kInsert:
         if (Request* r = queued_.front(k))
           r->queue_ns = r->queue_ns == kNoTime ? static_cast<int64_t>(ev.time) : r->queue_ns;
         else
-          queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time)));
+          queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time), place));
         break;
       case kBackmerge:
         if (queued_.back(k)) queued_.take_back(k);  // the bio, now part of the request
@@ -167,7 +213,7 @@ class BlockIoAssembler::Impl {
         remap(ev);
         break;
       case kIssue:
-        issue(ev, k);
+        issue(ev, k, place);
         break;
       case kRequeue:
         if (in_flight_.front(k)) {
@@ -186,9 +232,36 @@ class BlockIoAssembler::Impl {
   }
 
   void finish() {
+    // Traces without D or C events: the IOs only their end can tell.
+    const bool issued = census_.has(kIssue), completed = census_.has(kComplete);
+    if (issued && !completed) {
+      in_flight_.take_if([this](Key k, const Request& r) {
+        hold(io_of(r, k.dev, r.place));
+        return true;
+      });
+    } else if (!issued && !completed) {
+      queued_.take_if([this](Key k, const Request& r) {
+        if (r.queue_ns == kNoTime) return false;  // a G alone: no time to give it
+        Io io = io_of(r, k.dev, r.place);
+        io.issue_ns = std::exchange(io.queue_ns, kNoTime);
+        hold(io);
+        return true;
+      });
+    }
+    const uint64_t held = held_ios_;
+    if (held_) held_->drain(out_);
+    report_.ios += held;
+
     auto note = [this](uint64_t n, const char* what) {
       if (n) report_.notes.push_back(std::to_string(n) + " " + what);
     };
+    if (auto kinds = census_.kinds_note()) report_.notes.push_back(*kinds);
+    if (held && !issued) {
+      note(held, "IOs have no issue time: each has its Q, else its C, as issue time, a later C as completion");
+      out_.set_metadata("import.issue_times", "Q, else C: the input has no D events");
+    } else if (held) {
+      note(held, "IOs have no completion time");
+    }
     note(unmatched_completions_,
          "C events matched no D (issued before the trace started, or a bio-based device)");
     note(unmatched_merges_, "merge (M/F) events matched no queued request");
@@ -201,7 +274,7 @@ class BlockIoAssembler::Impl {
   }
 
  private:
-  Request submitted(const TraceEvent& ev, int64_t queue_ns) {
+  Request submitted(const TraceEvent& ev, int64_t queue_ns, const EventPlace& place) {
     Request r;
     r.start = ev.sector;
     r.bytes = ev.bytes;
@@ -210,7 +283,14 @@ class BlockIoAssembler::Impl {
     if (auto it = comms_.find(ev.pid); it != comms_.end()) r.comm = it->second;
     r.cgroup = ev.cgroup;
     r.cpu = static_cast<int32_t>(ev.cpu);
+    set_op(r, ev);  // until a D says how it was issued
+    r.place = place;
     return r;
+  }
+
+  static void set_op(Request& r, const TraceEvent& ev) {
+    r.op = op_of(ev);
+    r.flags = flags_of(ev.categories(), r.op);
   }
 
   void unmatched_merge(const TraceEvent&) {
@@ -239,7 +319,13 @@ class BlockIoAssembler::Impl {
     ++remaps_followed_;
   }
 
-  void issue(const TraceEvent& ev, Key k) {
+  void issue(const TraceEvent& ev, Key k, const EventPlace& place) {
+    if (held_) {  // the trace has D events after all: the Cs held before the first matched none
+      unmatched_completions_ += held_ios_;
+      report_.skipped += held_ios_;
+      held_.reset();
+      held_ios_ = 0;
+    }
     Request r;
     if (queued_.front(k)) {
       r = queued_.take_front(k);
@@ -250,9 +336,9 @@ class BlockIoAssembler::Impl {
     }
     r.bytes = ev.bytes;
     r.issue_ns = static_cast<int64_t>(ev.time);
-    r.op = op_of(ev);
-    r.flags = flags_of(ev.categories(), r.op);
+    set_op(r, ev);
     r.completed = 0;
+    r.place = place;
     in_flight_.put(k, std::move(r));
   }
 
@@ -261,7 +347,9 @@ class BlockIoAssembler::Impl {
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as
       // requests: forget the bio, so its queue does not grow without end.
-      if (queued_.front(k)) queued_.take_front(k);
+      std::optional<Request> bio;
+      if (queued_.front(k)) bio = queued_.take_front(k);
+      if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
       ++unmatched_completions_;
       ++report_.skipped;
       return;
@@ -275,10 +363,43 @@ class BlockIoAssembler::Impl {
       return;
     }
     if (ev.sectorless) r->start = ev.sector;
-    emit(in_flight_.take_front(k), ev, place);
+    const Request done = in_flight_.take_front(k);
+    Io io = io_of(done, ev.dev, place);
+    io.complete_ns = static_cast<int64_t>(ev.time);
+    out_.append(io);
+    ++report_.ios;
   }
 
-  void emit(const Request& r, const TraceEvent& ev, const EventPlace& place) {
+  // A C with no D before it, in a trace that may have none: the IO of the
+  // queued `bio` (or of the C alone), held until a D shows up or the trace
+  // ends. The C gives what completed and how; the bio, who asked when.
+  void hold_undispatched(const std::optional<Request>& bio, const TraceEvent& ev, const EventPlace& place) {
+    Request r = bio.value_or(Request{});
+    r.start = ev.sector;
+    r.bytes = ev.bytes;
+    set_op(r, ev);
+    const int16_t err = static_cast<int16_t>(ev.error);
+    r.status = err > 0 ? -err : err;
+    Io io = io_of(r, ev.dev, place);
+    io.queue_ns = kNoTime;  // each time is written once: the queue time stands as issue time
+    if (r.queue_ns == kNoTime) {
+      io.issue_ns = static_cast<int64_t>(ev.time);
+    } else {
+      io.issue_ns = r.queue_ns;
+      io.complete_ns = static_cast<int64_t>(ev.time);
+    }
+    hold(io);
+  }
+
+  void hold(const Io& io) {
+    if (!held_) held_.emplace(options_.sort_run_ios, options_.spill_dir);
+    held_->add(io);
+    ++held_ios_;
+  }
+
+  // The IO of request `r` on `dev`, without its completion; its process name
+  // points into `r` or the names known.
+  Io io_of(const Request& r, uint32_t dev, const EventPlace& place) {
     Io io;
     if (r.start > UINT64_MAX / kSector || r.start * kSector + r.bytes < r.start * kSector)
       throw place.error("sector " + std::to_string(r.start) + " is out of range");
@@ -286,8 +407,7 @@ class BlockIoAssembler::Impl {
     io.length = r.bytes;
     io.queue_ns = r.queue_ns;
     io.issue_ns = r.issue_ns;
-    io.complete_ns = static_cast<int64_t>(ev.time);
-    io.device = device(ev.dev);
+    io.device = device(dev);
     io.op = r.op;
     io.flags = r.flags;
     io.status = r.status;
@@ -297,8 +417,7 @@ class BlockIoAssembler::Impl {
       if (auto it = comms_.find(r.pid); it != comms_.end()) io.comm = it->second;
     io.cgroup = r.cgroup;
     io.cpu = r.cpu;
-    out_.append(io);
-    ++report_.ios;
+    return io;
   }
 
   uint32_t device(uint32_t dev) {
@@ -315,6 +434,8 @@ class BlockIoAssembler::Impl {
 
   TraceWriter& out_;
   ImportReport& report_;
+  const ImportOptions options_;
+  EventCensus census_;
   Requests queued_;     // Q/G/I seen, not yet issued
   Requests in_flight_;  // issued, not yet completed
   std::unordered_map<uint32_t, std::string> comms_;  // pid -> process name, from notify records
@@ -325,15 +446,17 @@ class BlockIoAssembler::Impl {
   uint64_t requeues_ = 0;
   uint64_t remaps_followed_ = 0;
   uint64_t passthrough_ = 0;
+  std::optional<SortedSpill> held_;  // IOs the end of the trace decides on
+  uint64_t held_ios_ = 0;
 };
 
 
 InputError EventPlace::error(const std::string& why) const {
-  return is_line ? error_at_line(file, at, why) : error_at_byte(file, at, why);
+  return is_line ? error_at_line(*file, at, why) : error_at_byte(*file, at, why);
 }
 
-BlockIoAssembler::BlockIoAssembler(TraceWriter& out, ImportReport& report)
-    : impl_(std::make_unique<Impl>(out, report)) {}
+BlockIoAssembler::BlockIoAssembler(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+    : impl_(std::make_unique<Impl>(out, report, options)) {}
 BlockIoAssembler::~BlockIoAssembler() = default;
 
 void BlockIoAssembler::on_event(const TraceEvent& ev, const EventPlace& place) { impl_->on_event(ev, place); }

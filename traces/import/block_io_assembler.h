@@ -15,6 +15,15 @@
 // counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
 // requests are not IOs of the block layer's address space and are skipped.
 // Each major:minor with an IO becomes a device named "MAJOR,MINOR".
+//
+// Traces recorded with a filter mask (blktrace -a) lack some kinds of events;
+// a note names the kinds there were, and the IOs carry the times there are:
+//   no C              every issued request is an IO without completion time
+//   no D              every C (and with no C either, every queued request) is
+//                     an IO; as an IO must have an issue time, its first time
+//                     (its Q, else its C) stands as one, a later C as its
+//                     completion; no time is written twice, so no latency is
+//                     made up. The trace's metadata "import.issue_times" says so.
 #pragma once
 
 #include <cstdint>
@@ -59,20 +68,22 @@ struct TraceEvent {
 
 // Where an event came from, for error messages: a byte offset or a line.
 struct EventPlace {
-  const std::string& file;
-  uint64_t at;
-  bool is_line;
+  const std::string* file = nullptr;
+  uint64_t at = 0;
+  bool is_line = false;
   InputError error(const std::string& why) const;
 };
 
 class BlockIoAssembler {
  public:
-  BlockIoAssembler(TraceWriter& out, ImportReport& report);
+  // IOs whose fate the end of the trace decides are held in a SortedSpill of
+  // `options`' run size and directory.
+  BlockIoAssembler(TraceWriter& out, ImportReport& report, const ImportOptions& options = {});
   ~BlockIoAssembler();
 
   // Events must come in time order (ties in file order).
   void on_event(const TraceEvent& ev, const EventPlace& place);
-  // Adds the notes on events that matched nothing to the report.
+  // Writes the IOs the end of the trace decides, and adds the notes.
   void finish();
 
  private:
