@@ -559,6 +559,55 @@ TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) i
   require_error("blkparse", "  8,16 1 1 0.1 1234 Q ZX 8 + 8 [x]\n", 1, "names no operation");
 }
 
+TEST_CASE("blkparse: C events only, printed CPU by CPU, one CPU's clock far ahead", "[interop][blkparse]") {
+  // blktrace -a complete on two CPUs whose clocks disagree by 5000 s.
+  const std::string text =
+      "  8,0    1        1  5000.000100000     0  C   R 300 + 8 [0]\n"
+      "  8,0    1        2  5000.000250000     0  C  WS 400 + 16 [0]\n"
+      "  8,0    1        3  5000.000300000     0  C  FN 0 + 0 [0]\n"
+      "  8,0    0        1     0.000100000     0  C   R 100 + 8 [0]\n"
+      "  8,0    0        2     0.000200000     0  C   W 200 + 8 [-5]\n"
+      "  8,0    0        3     0.000200000     0  C   R 208 + 8 [0]\n";
+  // Each IO is timed by its C alone, as its issue time: no other time is known.
+  auto c = [](int64_t issue, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
+    return text_row("8,0", kNoTime, issue, kNoTime, sector, bytes, op, flags);
+  };
+  std::vector<Row> want = {c(100'000, 100, 4096, Op::kRead), c(200'000, 200, 4096, Op::kWrite),
+                           c(200'000, 208, 4096, Op::kRead), c(5000'000'100'000, 300, 4096, Op::kRead),
+                           c(5000'000'250'000, 400, 8192, Op::kWrite, flag::kSync), c(5000'000'300'000, 0, 0, Op::kFlush)};
+  want[1].status = -5;
+  TempDir dir;
+  write_file(dir.file("in.txt"), text);
+  const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
+  require_rows(got.rows, want);
+  CHECK(got.report.ios == 6);
+  CHECK(got.report.skipped == 0);
+  CHECK(has_note(got.report, "sorted by time: 3 events came after later ones"));
+  CHECK(has_note(got.report, "the input carries only C events, no D (recorded with a filter mask"));
+  CHECK(has_note(got.report, "6 IOs have no issue time: each has its Q, else its C, as issue time"));
+  CHECK(has_note(got.report, "the events of CPU 1 all come 5000.000 s after the other CPUs'"));
+  CHECK_FALSE(has_note(got.report, "matched no D"));
+
+  SECTION("sorted through runs spilled to disk, with the same IOs") {
+    ImportOptions tiny;
+    tiny.sort_run_ios = 2;
+    tiny.spill_dir = dir.path();
+    const auto spilled = import_rows("blkparse", {dir.file("in.txt")}, dir.file("s.iot"), tiny);
+    require_rows(spilled.rows, want);
+    CHECK(has_note(spilled.report, "3 events came after later ones (text printed CPU by CPU?), through 2 spilled runs"));
+  }
+  SECTION("the command prints the notes; the header says what the issue times are") {
+    const auto r = run(iotape_cmd() + " import blkparse " + dir.file("in.txt") + " -o " + dir.file("cli.iot"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("imported 6 IOs") != std::string::npos);
+    CHECK(r.output.find("note: the input carries only C events") != std::string::npos);
+    v1::TraceHeader h;
+    require_rows(read_rows(dir.file("cli.iot"), &h), want);
+    CHECK(h.metadata().at("import.issue_times") == "Q, else C: the input has no D events");
+  }
+}
+
 TEST_CASE("blkparse: traces without C, or without D, give the IOs with the times they have", "[interop][blkparse]") {
   struct Shape {
     std::string name, text;

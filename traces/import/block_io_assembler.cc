@@ -120,11 +120,14 @@ uint32_t flags_of(uint32_t c, Op op) {
   return f;
 }
 
-// What a trace carried: the kinds of request events.
+// What a trace carried: the kinds of request events, and when each CPU's
+// events began and ended.
 class EventCensus {
  public:
   void count(const TraceEvent& ev) {
     if (ev.what() < 32) kinds_ |= 1u << ev.what();
+    auto [it, added] = cpus_.try_emplace(ev.cpu, Span{ev.time, ev.time});
+    if (!added) it->second.last = std::max(it->second.last, ev.time);
   }
   bool has(uint32_t what) const { return kinds_ >> what & 1; }
 
@@ -139,12 +142,46 @@ class EventCensus {
                        fmt::join(present, ", "), missing);
   }
 
+  // When the CPUs fall in two groups whose events lie far apart in time (by
+  // more than a second and than either group's own span), the clocks of the
+  // smaller group likely disagree with the others'.
+  std::optional<std::string> clock_note() const {
+    std::vector<std::pair<Span, uint32_t>> by_first;
+    for (const auto& [cpu, span] : cpus_) by_first.push_back({span, cpu});
+    std::sort(by_first.begin(), by_first.end());
+    Span before = by_first.empty() ? Span{} : by_first.front().first;
+    for (size_t i = 1; i < by_first.size(); ++i) {
+      Span after = {by_first[i].first.first, by_first[i].first.first};
+      for (size_t j = i; j < by_first.size(); ++j) after.last = std::max(after.last, by_first[j].first.last);
+      const uint64_t gap = after.first - std::min(after.first, before.last);
+      if (gap > kSecond && gap > before.last - before.first && gap > after.last - after.first) {
+        const bool later_fewer = by_first.size() - i <= i;
+        std::vector<uint32_t> odd;
+        for (size_t j = later_fewer ? i : 0; j < (later_fewer ? by_first.size() : i); ++j)
+          odd.push_back(by_first[j].second);
+        std::sort(odd.begin(), odd.end());
+        return fmt::format("the events of CPU{} {} all come {:.3f} s {} the other CPUs' (clocks that disagree?): "
+                           "events of one request on both sides cannot match",
+                           odd.size() > 1 ? "s" : "", fmt::join(odd, ", "), static_cast<double>(gap) / kSecond,
+                           later_fewer ? "after" : "before");
+      }
+      before.last = std::max(before.last, by_first[i].first.last);
+    }
+    return std::nullopt;
+  }
+
  private:
+  struct Span {
+    uint64_t first = 0, last = 0;
+    auto operator<=>(const Span&) const = default;
+  };
+  static constexpr uint64_t kSecond = 1'000'000'000;
   static constexpr std::pair<uint32_t, char> kLetters[] = {
       {kQueue, 'Q'}, {kGetrq, 'G'},  {kInsert, 'I'}, {kBackmerge, 'M'}, {kFrontmerge, 'F'},
       {kSplit, 'X'}, {kRemap, 'A'}, {kIssue, 'D'},  {kRequeue, 'R'},   {kComplete, 'C'}};
 
-  uint32_t kinds_ = 0;  // bit `what` for each kind seen
+  uint32_t kinds_ = 0;                // bit `what` for each kind seen
+  std::map<uint32_t, Span> cpus_;     // cpu -> its first and last event time
 };
 
 }  // namespace
@@ -271,6 +308,7 @@ class BlockIoAssembler::Impl {
     note(requeues_, "requeues (R): those requests were issued again");
     note(remaps_followed_, "remap (A) events moved a queued bio to the device below");
     note(passthrough_, "passthrough (PC) events skipped");
+    if (auto clocks = census_.clock_note()) report_.notes.push_back(*clocks);
   }
 
  private:

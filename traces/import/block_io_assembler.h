@@ -24,6 +24,8 @@
 //                     (its Q, else its C) stands as one, a later C as its
 //                     completion; no time is written twice, so no latency is
 //                     made up. The trace's metadata "import.issue_times" says so.
+// A note also tells when one CPU's events all lie far from the others' (its
+// clock disagrees with theirs, so events of one request may not match).
 #pragma once
 
 #include <cstdint>
