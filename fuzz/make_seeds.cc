@@ -51,8 +51,12 @@ std::string vscsi(int version) {
   return s;
 }
 
-// Events of every kind the blktrace importer folds, as two per-CPU files (see
-// import_bytes for how one fuzz input holds both).
+// Two per-CPU files as one fuzz input holds them (see import_bytes).
+std::string two_files(const std::string& cpu0, const std::string& cpu1) {
+  return std::string(1, static_cast<char>(cpu0.size() / 8)) + cpu0 + cpu1;
+}
+
+// Events of every kind the blktrace importer folds, as two per-CPU files.
 std::string blktrace() {
   const uint32_t sda = blk::dev(8, 0), sda1 = blk::dev(8, 1), W = blk::kWrite;
   std::string cpu0, cpu1;
@@ -80,8 +84,56 @@ std::string blktrace() {
   a(cpu1, {.time = 61, .action = blk::C | blk::kFlush, .device = sda, .cpu = 1});
   a(cpu0, {.time = 70, .bytes = 512, .action = blk::D | blk::kPc, .device = sda});
   a(cpu1, {.time = 71, .sector = 77, .bytes = 512, .action = blk::C | blk::kDiscard | W, .device = sda, .cpu = 1});
-  return std::string(1, static_cast<char>(cpu0.size() / 8)) + cpu0 + cpu1;
+  return two_files(cpu0, cpu1);
 }
+
+// Events of one kind only, as a filter mask (blktrace -a) records them, with
+// the second CPU's clock far ahead of the first's.
+std::string blktrace_only(uint32_t what) {
+  const uint32_t sda = blk::dev(8, 0);
+  std::string cpu0, cpu1;
+  blk::append(cpu0, {.time = 10, .sector = 100, .bytes = 4096, .action = what, .device = sda});
+  blk::append(cpu0, {.time = 20, .sector = 200, .bytes = 8192, .action = what | blk::kWrite, .device = sda});
+  blk::append(cpu1, {.time = 9'000'000'000'000, .sector = 300, .bytes = 4096, .action = what | blk::kSync,
+                     .device = sda, .cpu = 1});
+  return two_files(cpu0, cpu1);
+}
+
+// blkparse text as found in the wild: column headings and comments, an old
+// kernel's barrier and the kernel's newer RWBS letters, completions only, and
+// events printed CPU by CPU, out of time order.
+constexpr const char* kBlkparseHeadings =
+    "#Maj,Mn CPU   SeqNo  Seconds  PID  Evt Typ Sector +Len Description\n"
+    "#----------------------------------------------------------------\n"
+    "  8,0    0        1     0.000000000  77  Q   R 64 + 8 [fio]\n"
+    "# between events\n"
+    "  8,0    0        2     0.000005000  77  D   R 64 + 8 [fio]\n"
+    "  8,0    0        3     0.000090000   0  C   R 64 + 8 [0]\n";
+constexpr const char* kBlkparseLetters =
+    "  8,17   0   1   0.5  99  Q WBSM 4000 + 8 [kjournald]\n"
+    "  8,16   0   2   0.6  99  A WBSM 6048 + 8 <- (8,17) 4000\n"
+    "  8,16   0   3   0.7  99  Q WBSM 6048 + 8 [kjournald]\n"
+    "  8,16   0   4   0.8  99  D WBSM 6048 + 8 [kjournald]\n"
+    "  8,16   0   5   0.9   0  C WBSM 6048 + 8 [0]\n"
+    "  8,16   0   6   1.0  99  D NB 0 + 0 [kjournald]\n"
+    "  8,16   0   7   1.1  99  D DE 80 + 16 [fstrim]\n"
+    "  8,16   0   8   1.2  99  D FWFSU 96 + 8 [db]\n"
+    "  8,16   0   9   1.3  99  D ZRA 0 + 0 [zonefs]\n"
+    "  8,16   0  10   1.4  99  D ZA 128 + 8 [zonefs]\n";
+constexpr const char* kBlkparseCompletions =
+    "  8,0    1        1  7200.000100000     0  C   R 300 + 8 [0]\n"
+    "  8,0    1        2  7200.000200000     0  C  WS 400 + 16 [0]\n"
+    "  8,0    0        1     0.000100000     0  C   R 100 + 8 [0]\n"
+    "  8,0    0        2     0.000200000     0  C   W 200 + 8 [-5]\n";
+constexpr const char* kBlkparseCpuBlocks =
+    "# blkparse, one CPU after the other\n"
+    "  8,0    1        1     0.002000000     0  C  WBS 512 + 8 [0]\n"
+    "  8,0    1        2     0.004000000     0  C   RA 1024 + 32 [0]\n"
+    "  8,0    0        1     0.000100000   41  Q  WBS 512 + 8 [jbd2]\n"
+    "  8,0    0        2     0.000200000   41  G  WBS 512 + 8 [jbd2]\n"
+    "  8,0    0        3     0.001000000   41  D  WBS 512 + 8 [jbd2]\n"
+    "  8,0    0        4     0.003000000   42  Q   RA 1024 + 32 [cat]\n"
+    "  8,0    0        5     0.003100000   42  D   RA 1024 + 32 [cat]\n";
 
 // The compressed forms the decompressing stream reads (zstd from the frame codec).
 std::string gzip(const std::string& text) {
@@ -172,6 +224,12 @@ int main(int argc, char** argv) {
   write(dir / "vscsi" / "v1.vscsi", vscsi(1));
   write(dir / "vscsi" / "v2.vscsi", vscsi(2));
   write(dir / "blktrace" / "events", blktrace());
+  write(dir / "blktrace" / "complete-only", blktrace_only(blk::C));
+  write(dir / "blktrace" / "issue-only", blktrace_only(blk::D));
+  write(dir / "blkparse" / "headings.txt", kBlkparseHeadings);
+  write(dir / "blkparse" / "letters.txt", kBlkparseLetters);
+  write(dir / "blkparse" / "completions.txt", kBlkparseCompletions);
+  write(dir / "blkparse" / "cpu-blocks.txt", kBlkparseCpuBlocks);
   write(dir / "fio_iolog" / "v2.log",
         "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 4096 8192\n/dev/sdb wait 15 0\n"
         "/dev/sdb read 0 4096\n/dev/sdb trim 8192 4096\n/dev/sdb sync 0 0\n/dev/sdb close\n");
