@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "analysis/report.h"
-#include "replay/engine.h"
+#include "replay/closed_loop.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
 #include "traces/error.h"
@@ -90,48 +90,26 @@ using NextIo = std::function<bool(replay::ReplayIo&)>;
 // Keeps `qd` IOs from `next` in flight until it has no more or `max_ns` passed.
 PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace) {
-  replay::UringEngine engine(targets, max_length, qd, replay::DataPattern{});
-  struct Slot {
-    replay::ReplayIo io;
-    int64_t issue = 0;
-  };
-  std::vector<Slot> slots(qd);
-  std::vector<uint64_t> free_slots;
-  for (uint64_t i = qd; i-- > 0;) free_slots.push_back(i);
-  std::vector<replay::UringEngine::Completion> done;
   PhaseStats s;
-  const int64_t start = replay::monotonic_ns(), deadline = start + max_ns;
+  int64_t start = 0;
   std::vector<uint64_t> per_second;
-  bool more = true;
   uint64_t failed = 0;
   int32_t first_error = 0;
-  while (true) {
-    const int64_t now = replay::monotonic_ns();
-    while (more && !free_slots.empty() && now < deadline) {
-      const uint64_t tag = free_slots.back();
-      if (!(more = next(slots[tag].io))) break;
-      free_slots.pop_back();
-      slots[tag].issue = now;
-      engine.prepare(slots[tag].io, tag);
-      engine.submit();
-    }
-    if (free_slots.size() == qd) break;
-    engine.wait(now + kSecond / 10);
-    done.clear();
-    engine.reap(done);
-    const int64_t at = replay::monotonic_ns();
-    for (const auto& c : done) {
-      const Slot& slot = slots[c.tag];
-      if (c.result < 0 && failed++ == 0) first_error = c.result;
-      if (trace) trace->add(slot.io, slot.issue, at, c.result);
-      ++s.ios;
-      s.bytes += slot.io.length;
-      const auto second = static_cast<size_t>((at - start) / kSecond);
-      if (per_second.size() <= second) per_second.resize(second + 1, 0);
-      ++per_second[second];
-      free_slots.push_back(c.tag);
-    }
-  }
+  replay::ClosedLoop loop(targets, max_length, qd, replay::DataPattern{}, [&](const replay::Finished& f) {
+    const int32_t result = f.completion.result;
+    if (result < 0 && failed++ == 0) first_error = result;
+    if (trace) trace->add(f.io, f.issue_ns, f.complete_ns, result);
+    ++s.ios;
+    s.bytes += f.io.length;
+    const auto second = static_cast<size_t>((f.complete_ns - start) / kSecond);
+    if (per_second.size() <= second) per_second.resize(second + 1, 0);
+    ++per_second[second];
+  });
+  start = replay::monotonic_ns();
+  const int64_t deadline = start + max_ns;
+  replay::ReplayIo io;
+  while (replay::monotonic_ns() < deadline && next(io)) loop.issue(io);
+  loop.drain();
   s.duration_ns = replay::monotonic_ns() - start;
   if (failed)
     throw TraceError(fmt::format("{}: {} of {} IOs failed, the first with: {}", targets[0].path, failed, s.ios,
