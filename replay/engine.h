@@ -11,9 +11,10 @@
 // not grow with the queue depth. Each write starts at a different 4 KiB
 // offset in a pool larger than the largest IO, so consecutive writes do not
 // carry identical data. Targets are registered files.
+//
+// The ring and the buffers are the engine's own, released when it is
+// destroyed (IOs still in flight are abandoned); it moves, it does not copy.
 #pragma once
-
-#include <liburing.h>
 
 #include <cstdint>
 #include <memory>
@@ -30,14 +31,15 @@ int64_t monotonic_ns();
 class UringEngine {
  public:
   // `max_length`: the largest IO; `max_in_flight`: the most IOs outstanding.
+  // REQUIRES: `targets` outlive the engine, their fds open. Throws IoError.
   UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
   ~UringEngine();
-  UringEngine(const UringEngine&) = delete;
-  UringEngine& operator=(const UringEngine&) = delete;
+  UringEngine(UringEngine&&) noexcept;
+  UringEngine& operator=(UringEngine&&) noexcept;
 
   // Queues `io` under the tag `tag` for the next submit(). Operations the
-  // target cannot express complete at once with a negative errno (see
-  // take_immediate()).
+  // target cannot express complete at once with a negative errno (see reap()).
+  // REQUIRES: io.length <= max_length; bit 63 of `tag` clear.
   void prepare(const ReplayIo& io, uint64_t tag);
   // Submits everything prepared; returns how many IOs were submitted.
   unsigned submit();
@@ -56,27 +58,8 @@ class UringEngine {
   void wait(int64_t deadline_ns, int64_t poll_ns = 0);
 
  private:
-  io_uring_sqe* get_sqe();
-  void discard(const ReplayIo& io, uint64_t tag);
-  bool probe_uring_discard();
-  uint64_t write_offset(uint64_t length);
-
-  const std::vector<Target>& targets_;
-  io_uring ring_{};
-  struct Buffer {
-    void* data = nullptr;
-    size_t size = 0;
-  };
-  Buffer read_buf_, write_buf_;  // registered as buffers 0 and 1
-  Buffer large_read_, large_write_;
-  uint64_t write_cursor_ = 0;
-  unsigned prepared_ = 0;
-  std::vector<Completion> immediate_;
-  // Block devices: discard through io_uring (kernel >= 6.12), probed once;
-  // otherwise through a blocking BLKDISCARD ioctl.
-  bool uring_discard_ = false;
-  bool deferred_ = false;      // IORING_SETUP_DEFER_TASKRUN took
-  bool events_fresh_ = false;  // io_uring_enter ran since the last reap()
+  struct Impl;  // the ring and the buffers: liburing stays out of this header
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace iotape::replay
