@@ -15,9 +15,8 @@ void ClosedLoop::issue(const ReplayIo& io) {
   const uint32_t tag = free_.back();
   free_.pop_back();
   slots_[tag].io = io;
-  slots_[tag].issue_ns = monotonic_ns();
   engine_.prepare(io, tag);
-  engine_.submit();
+  slots_[tag].issue_ns = engine_.submit();
 }
 
 void ClosedLoop::drain() { settle(0); }
@@ -27,10 +26,9 @@ void ClosedLoop::settle(uint32_t at_most) {
     engine_.wait(INT64_MAX);
     done_.clear();
     engine_.reap(done_);
-    const int64_t now = monotonic_ns();
-    for (const UringEngine::Completion& c : done_) {
-      on_finished_({slots_[c.tag].io, slots_[c.tag].issue_ns, now, c});
-      free_.push_back(static_cast<uint32_t>(c.tag));
+    for (const Completion& c : done_) {
+      on_finished_({slots_[c.tag].io, slots_[c.tag].issue_ns, c});
+      free_.push_back(c.tag);
     }
   }
 }

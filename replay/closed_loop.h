@@ -14,8 +14,8 @@ namespace iotape::replay {
 // A finished IO: what was issued, when, and how it ended.
 struct Finished {
   const ReplayIo& io;
-  int64_t issue_ns, complete_ns;  // monotonic_ns()
-  const UringEngine::Completion& completion;
+  int64_t issue_ns;  // monotonic_ns()
+  const Completion& completion;
 };
 
 class ClosedLoop {
@@ -45,7 +45,7 @@ class ClosedLoop {
   OnFinished on_finished_;
   std::vector<Slot> slots_;     // indexed by the engine tag
   std::vector<uint32_t> free_;  // tags not in flight
-  std::vector<UringEngine::Completion> done_;
+  std::vector<Completion> done_;
 };
 
 }  // namespace iotape::replay

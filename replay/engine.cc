@@ -22,7 +22,23 @@ namespace {
 constexpr uint32_t kBlockUringCmdDiscard = _IO(0x12, 0);
 constexpr uint64_t kRegisteredLimit = 8u << 20;  // larger IOs are rare: unregistered buffers
 constexpr uint64_t kWriteRotation = 4u << 20;    // write data start offsets cycle through this
-constexpr uint64_t kAuxTag = 1ull << 63;         // the flush half of a pre-flush write
+
+// An SQE's user data: the caller's tag in the low half; in the high half what
+// its result must be: a read's or write's length, or a marker no length
+// reaches (the kernel moves at most kMaxTransfer bytes per IO).
+constexpr uint64_t kMaxTransfer = 0x7fff'f000;  // MAX_RW_COUNT
+constexpr uint32_t kAnyResult = 0x8000'0000;    // not a transfer: any result >= 0 is success
+constexpr uint32_t kAuxHalf = 0x8000'0001;      // the flush half of a pre-flush write
+
+uint64_t user_data(uint32_t tag, uint32_t expect) { return uint64_t{expect} << 32 | tag; }
+
+// What a completion means, for every caller of the engine.
+int32_t status_of(int32_t res, uint32_t expect) {
+  if (res < 0) return res;
+  // A read or write that moved fewer bytes (past the end of a file, a full
+  // filesystem) did not do the rest: it failed, as the block layer would say.
+  return expect == kAnyResult || static_cast<uint32_t>(res) == expect ? 0 : -EIO;
+}
 
 // An anonymous private mapping, unmapped when destroyed.
 class Mapping {
@@ -115,16 +131,16 @@ int64_t monotonic_ns() {
 
 struct UringEngine::Impl {
   Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
-  void prepare(const ReplayIo& io, uint64_t tag);
-  unsigned submit();
+  void prepare(const ReplayIo& io, uint32_t tag);
+  int64_t submit();
   void reap(std::vector<Completion>& out);
   void wait(int64_t deadline_ns, int64_t poll_ns);
 
   io_uring_sqe* get_sqe();
-  void discard(const ReplayIo& io, uint64_t tag);
+  void discard(const ReplayIo& io, uint32_t tag);
   bool probe_uring_discard();
   uint64_t write_offset(uint64_t length);
-  void complete_now(uint64_t tag, int32_t result) { immediate_.push_back({tag, result}); }
+  void complete_now(uint32_t tag, int32_t status) { immediate_.push_back({tag, status, 0}); }
 
   const std::vector<Target>& targets_;
   // Declared before the ring, so the ring is gone before they are unmapped.
@@ -132,7 +148,6 @@ struct UringEngine::Impl {
   Mapping large_read_, large_write_;
   Ring ring_;
   uint64_t write_cursor_ = 0;
-  unsigned prepared_ = 0;
   std::vector<Completion> immediate_;
   // Block devices: discard through io_uring (kernel >= 6.12), probed once;
   // otherwise through a blocking BLKDISCARD ioctl.
@@ -205,15 +220,14 @@ uint64_t UringEngine::Impl::write_offset(uint64_t length) {
   return write_cursor_;
 }
 
-void UringEngine::Impl::discard(const ReplayIo& io, uint64_t tag) {
+void UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
   const Target& t = targets_[io.target];
   if (!t.block) {
     io_uring_sqe* sqe = get_sqe();
     io_uring_prep_fallocate(sqe, static_cast<int>(io.target), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                             static_cast<off_t>(io.offset), static_cast<off_t>(io.length));
     sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, tag);
-    ++prepared_;
+    io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
     return;
   }
   if (uring_discard_) {
@@ -223,8 +237,7 @@ void UringEngine::Impl::discard(const ReplayIo& io, uint64_t tag) {
     sqe->addr = io.offset;
     sqe->addr3 = io.length;
     sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, tag);
-    ++prepared_;
+    io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
     return;
   }
   uint64_t range[2] = {io.offset, io.length};
@@ -232,7 +245,7 @@ void UringEngine::Impl::discard(const ReplayIo& io, uint64_t tag) {
   complete_now(tag, r == 0 ? 0 : -errno);
 }
 
-void UringEngine::Impl::prepare(const ReplayIo& io, uint64_t tag) {
+void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
   // The plan already refused such IOs; this guard keeps any bug from writing past the end.
   if (io.offset + io.length > targets_[io.target].size) {
     complete_now(tag, -ERANGE);
@@ -242,6 +255,11 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint64_t tag) {
   const off_t off = static_cast<off_t>(io.offset);
   const unsigned len = static_cast<unsigned>(io.length);
   const bool file_target = !targets_[io.target].block;
+  const bool transfer = io.op == Op::kRead || io.op == Op::kWrite;
+  if (transfer && io.length > kMaxTransfer) {  // the kernel would move only part of it
+    complete_now(tag, -EINVAL);
+    return;
+  }
   io_uring_sqe* sqe;
   switch (io.op) {
     case Op::kRead:
@@ -256,7 +274,7 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint64_t tag) {
         sqe = get_sqe();
         io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
         sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
-        io_uring_sqe_set_data64(sqe, tag | kAuxTag);
+        io_uring_sqe_set_data64(sqe, user_data(tag, kAuxHalf));
       }
       sqe = get_sqe();
       if (io.length <= kRegisteredLimit)
@@ -283,23 +301,22 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint64_t tag) {
       return;
   }
   sqe->flags |= IOSQE_FIXED_FILE;
-  io_uring_sqe_set_data64(sqe, tag);
-  ++prepared_;
+  io_uring_sqe_set_data64(sqe, user_data(tag, transfer ? len : kAnyResult));
 }
 
-unsigned UringEngine::Impl::submit() {
-  const unsigned n = prepared_;
-  prepared_ = 0;
-  if (io_uring_sq_ready(ring_.get()) == 0) return n;  // get_sqe() already submitted them
+int64_t UringEngine::Impl::submit() {
+  const int64_t now = monotonic_ns();
+  if (io_uring_sq_ready(ring_.get()) == 0) return now;  // get_sqe() already submitted them
   int r;
   do r = ring_.deferred() ? io_uring_submit_and_get_events(ring_.get()) : io_uring_submit(ring_.get());
   while (r == -EINTR || r == -EAGAIN);
   if (r < 0) throw error_errno("io_uring", "submit failed", -r);
   events_fresh_ = true;
-  return n;
+  return now;
 }
 
 void UringEngine::Impl::reap(std::vector<Completion>& out) {
+  const size_t first = out.size();
   if (!immediate_.empty()) {
     out.insert(out.end(), immediate_.begin(), immediate_.end());
     immediate_.clear();
@@ -312,12 +329,16 @@ void UringEngine::Impl::reap(std::vector<Completion>& out) {
   unsigned head, seen = 0;
   io_uring_for_each_cqe(ring_.get(), head, cqe) {
     ++seen;
-    const uint64_t tag = io_uring_cqe_get_data64(cqe);
+    const uint64_t data = io_uring_cqe_get_data64(cqe);
+    const auto expect = static_cast<uint32_t>(data >> 32);
     // The flush half of a pre-flush write reports only a failure; its write
     // then completes with -ECANCELED and carries the IO's status.
-    if (!(tag & kAuxTag)) out.push_back({tag, cqe->res});
+    if (expect != kAuxHalf) out.push_back({static_cast<uint32_t>(data), status_of(cqe->res, expect), 0});
   }
   io_uring_cq_advance(ring_.get(), seen);
+  if (out.size() == first) return;
+  const int64_t now = monotonic_ns();
+  for (size_t i = first; i < out.size(); ++i) out[i].complete_ns = now;
 }
 
 void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
@@ -354,8 +375,8 @@ UringEngine::~UringEngine() = default;
 UringEngine::UringEngine(UringEngine&&) noexcept = default;
 UringEngine& UringEngine::operator=(UringEngine&&) noexcept = default;
 
-void UringEngine::prepare(const ReplayIo& io, uint64_t tag) { impl_->prepare(io, tag); }
-unsigned UringEngine::submit() { return impl_->submit(); }
+void UringEngine::prepare(const ReplayIo& io, uint32_t tag) { impl_->prepare(io, tag); }
+int64_t UringEngine::submit() { return impl_->submit(); }
 void UringEngine::reap(std::vector<Completion>& out) { impl_->reap(out); }
 void UringEngine::wait(int64_t deadline_ns, int64_t poll_ns) { impl_->wait(deadline_ns, poll_ns); }
 

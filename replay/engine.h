@@ -1,6 +1,7 @@
-// The io_uring engine: issues replay IOs on the targets and reports their
-// completions. Single-threaded: the thread that constructs it is the only one
-// that may use it. The caller decides what to issue and when.
+// The io_uring engine: issues replay IOs on the targets and reports how each
+// ended. Single-threaded: the thread that constructs it is the only one that
+// may use it. The caller decides what to issue and when; the engine decides
+// what a completion means (Completion::status), the same for every caller.
 //
 // Submit as soon as an IO may go rather than collecting a batch: the device
 // (a loop device's worker above all) starts on it while the next one is
@@ -28,6 +29,15 @@ namespace iotape::replay {
 
 int64_t monotonic_ns();
 
+// A finished IO as the engine reads it.
+struct Completion {
+  uint32_t tag;  // the caller's, from prepare()
+  // 0: done in full; else a negative errno. A read or write that moved fewer
+  // bytes than asked is -EIO: the rest of it was not done.
+  int32_t status;
+  int64_t complete_ns;  // monotonic_ns() when reap() found it
+};
+
 class UringEngine {
  public:
   // `max_length`: the largest IO; `max_in_flight`: the most IOs outstanding.
@@ -37,17 +47,13 @@ class UringEngine {
   UringEngine(UringEngine&&) noexcept;
   UringEngine& operator=(UringEngine&&) noexcept;
 
-  // Queues `io` under the tag `tag` for the next submit(). Operations the
-  // target cannot express complete at once with a negative errno (see reap()).
-  // REQUIRES: io.length <= max_length; bit 63 of `tag` clear.
-  void prepare(const ReplayIo& io, uint64_t tag);
-  // Submits everything prepared; returns how many IOs were submitted.
-  unsigned submit();
-
-  struct Completion {
-    uint64_t tag;
-    int32_t result;  // bytes, 0, or a negative errno
-  };
+  // Queues `io` under `tag` for the next submit(). Operations the target
+  // cannot express complete at once with a negative errno (see reap()).
+  // REQUIRES: io.length <= max_length.
+  void prepare(const ReplayIo& io, uint32_t tag);
+  // Submits everything prepared; returns the time it was handed to the
+  // kernel (monotonic_ns()), the IOs' issue time.
+  int64_t submit();
   // Appends the completions that are ready (without waiting) to `out`.
   void reap(std::vector<Completion>& out);
   // Blocks until a completion is ready or `deadline_ns` (monotonic) passes:

@@ -69,12 +69,12 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   }
   int64_t next_progress = monotonic_ns() + 1'000'000'000;
   ClosedLoop writes(targets, kWriteBytes, kInFlight, data, [&](const Finished& f) {
-    if (f.completion.result < 0)
-      throw error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.result);
-    prog.done_bytes += static_cast<uint64_t>(f.completion.result);
-    if (progress && f.complete_ns >= next_progress) {
+    if (f.completion.status < 0)
+      throw error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.status);
+    prog.done_bytes += f.io.length;
+    if (progress && f.completion.complete_ns >= next_progress) {
       progress(prog);
-      next_progress = f.complete_ns + 1'000'000'000;
+      next_progress = f.completion.complete_ns + 1'000'000'000;
     }
   });
   auto write_run = [&](uint32_t target, uint64_t offset, uint64_t length) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -35,14 +34,14 @@ class PhaseTrace {
  public:
   PhaseTrace(const std::string& path, const replay::Target& t, const std::string& test, const std::string& phase)
       : path_(path), writer_(path, header(t, test, phase), writer_options()), start_(replay::monotonic_ns()) {}
-  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t result) {
+  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t status) {
     Io out;
     out.issue_ns = issue - start_;
     out.complete_ns = complete - start_;
     out.offset = io.offset;
     out.length = io.length;
     out.op = io.op;
-    out.status = result < 0 ? result : 0;
+    out.status = status;
     out.source_index = static_cast<int64_t>(next_index_++);
     writer_.append(out);
   }
@@ -88,6 +87,8 @@ struct PhaseStats {
 using NextIo = std::function<bool(replay::ReplayIo&)>;
 
 // Keeps `qd` IOs from `next` in flight until it has no more or `max_ns` passed.
+// Throws IoError when any IO failed: the replay engine's rule, so a short
+// transfer fails with EIO here as in a replay.
 PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace) {
   PhaseStats s;
@@ -96,12 +97,12 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
   uint64_t failed = 0;
   int32_t first_error = 0;
   replay::ClosedLoop loop(targets, max_length, qd, replay::DataPattern{}, [&](const replay::Finished& f) {
-    const int32_t result = f.completion.result;
-    if (result < 0 && failed++ == 0) first_error = result;
-    if (trace) trace->add(f.io, f.issue_ns, f.complete_ns, result);
+    const replay::Completion& c = f.completion;
+    if (c.status < 0 && failed++ == 0) first_error = c.status;
+    if (trace) trace->add(f.io, f.issue_ns, c.complete_ns, c.status);
     ++s.ios;
     s.bytes += f.io.length;
-    const auto second = static_cast<size_t>((f.complete_ns - start) / kSecond);
+    const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
     if (per_second.size() <= second) per_second.resize(second + 1, 0);
     ++per_second[second];
   });
@@ -112,8 +113,10 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
   loop.drain();
   s.duration_ns = replay::monotonic_ns() - start;
   if (failed)
-    throw TraceError(fmt::format("{}: {} of {} IOs failed, the first with: {}", targets[0].path, failed, s.ios,
-                                 std::strerror(-first_error)));
+    throw error_errno(targets[0].path,
+                      fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first",
+                                  failed, s.ios),
+                      -first_error);
   per_second.resize(std::min<size_t>(per_second.size(), static_cast<size_t>(s.duration_ns / kSecond)));
   s.ios_per_second = std::move(per_second);
   return s;
