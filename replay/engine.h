@@ -1,6 +1,7 @@
-// The io_uring engine: issues replay IOs on the targets and reports their
-// completions. Single-threaded: the thread that constructs it is the only one
-// that may use it. The caller decides what to issue and when.
+// The io_uring engine: issues replay IOs on the targets and reports how each
+// ended. Single-threaded: the thread that constructs it is the only one that
+// may use it. The caller decides what to issue and when; the engine decides
+// what a completion means (Completion::status), the same for every caller.
 //
 // Submit as soon as an IO may go rather than collecting a batch: the device
 // (a loop device's worker above all) starts on it while the next one is
@@ -11,9 +12,10 @@
 // not grow with the queue depth. Each write starts at a different 4 KiB
 // offset in a pool larger than the largest IO, so consecutive writes do not
 // carry identical data. Targets are registered files.
+//
+// The ring and the buffers are the engine's own, released when it is
+// destroyed (IOs still in flight are abandoned); it moves, it does not copy.
 #pragma once
-
-#include <liburing.h>
 
 #include <cstdint>
 #include <memory>
@@ -27,25 +29,31 @@ namespace iotape::replay {
 
 int64_t monotonic_ns();
 
+// A finished IO as the engine reads it.
+struct Completion {
+  uint32_t tag;  // the caller's, from prepare()
+  // 0: done in full; else a negative errno. A read or write that moved fewer
+  // bytes than asked is -EIO: the rest of it was not done.
+  int32_t status;
+  int64_t complete_ns;  // monotonic_ns() when reap() found it
+};
+
 class UringEngine {
  public:
   // `max_length`: the largest IO; `max_in_flight`: the most IOs outstanding.
+  // REQUIRES: `targets` outlive the engine, their fds open. Throws IoError.
   UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
   ~UringEngine();
-  UringEngine(const UringEngine&) = delete;
-  UringEngine& operator=(const UringEngine&) = delete;
+  UringEngine(UringEngine&&) noexcept;
+  UringEngine& operator=(UringEngine&&) noexcept;
 
-  // Queues `io` under the tag `tag` for the next submit(). Operations the
-  // target cannot express complete at once with a negative errno (see
-  // take_immediate()).
-  void prepare(const ReplayIo& io, uint64_t tag);
-  // Submits everything prepared; returns how many IOs were submitted.
-  unsigned submit();
-
-  struct Completion {
-    uint64_t tag;
-    int32_t result;  // bytes, 0, or a negative errno
-  };
+  // Queues `io` under `tag` for the next submit(). Operations the target
+  // cannot express complete at once with a negative errno (see reap()).
+  // REQUIRES: io.length <= max_length.
+  void prepare(const ReplayIo& io, uint32_t tag);
+  // Submits everything prepared; returns the time it was handed to the
+  // kernel (monotonic_ns()), the IOs' issue time.
+  int64_t submit();
   // Appends the completions that are ready (without waiting) to `out`.
   void reap(std::vector<Completion>& out);
   // Blocks until a completion is ready or `deadline_ns` (monotonic) passes:
@@ -56,27 +64,8 @@ class UringEngine {
   void wait(int64_t deadline_ns, int64_t poll_ns = 0);
 
  private:
-  io_uring_sqe* get_sqe();
-  void discard(const ReplayIo& io, uint64_t tag);
-  bool probe_uring_discard();
-  uint64_t write_offset(uint64_t length);
-
-  const std::vector<Target>& targets_;
-  io_uring ring_{};
-  struct Buffer {
-    void* data = nullptr;
-    size_t size = 0;
-  };
-  Buffer read_buf_, write_buf_;  // registered as buffers 0 and 1
-  Buffer large_read_, large_write_;
-  uint64_t write_cursor_ = 0;
-  unsigned prepared_ = 0;
-  std::vector<Completion> immediate_;
-  // Block devices: discard through io_uring (kernel >= 6.12), probed once;
-  // otherwise through a blocking BLKDISCARD ioctl.
-  bool uring_discard_ = false;
-  bool deferred_ = false;      // IORING_SETUP_DEFER_TASKRUN took
-  bool events_fresh_ = false;  // io_uring_enter ran since the last reap()
+  struct Impl;  // the ring and the buffers: liburing stays out of this header
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace iotape::replay

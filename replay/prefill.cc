@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "replay/engine.h"
+#include "replay/closed_loop.h"
 #include "traces/error.h"
 
 namespace iotape::replay {
@@ -67,27 +67,16 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   } else {
     for (const Target& t : targets) prog.total_bytes += t.size / t.logical_block * t.logical_block;
   }
-  UringEngine engine(targets, kWriteBytes, kInFlight, data);
-  std::vector<UringEngine::Completion> done;
-  uint32_t in_flight = 0;
-  uint64_t tag = 0;
   int64_t next_progress = monotonic_ns() + 1'000'000'000;
-  auto settle = [&](uint32_t at_most) {
-    while (in_flight > at_most) {
-      engine.wait(INT64_MAX);
-      engine.reap(done);
-      for (const auto& c : done) {
-        if (c.result < 0) throw error_errno(targets[c.tag >> 48].path, "prefill write failed", -c.result);
-        prog.done_bytes += static_cast<uint64_t>(c.result);
-      }
-      in_flight -= static_cast<uint32_t>(done.size());
-      done.clear();
-    }
-    if (progress && monotonic_ns() >= next_progress) {
+  ClosedLoop writes(targets, kWriteBytes, kInFlight, data, [&](const Finished& f) {
+    if (f.completion.status < 0)
+      throw error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.status);
+    prog.done_bytes += f.io.length;
+    if (progress && f.completion.complete_ns >= next_progress) {
       progress(prog);
-      next_progress = monotonic_ns() + 1'000'000'000;
+      next_progress = f.completion.complete_ns + 1'000'000'000;
     }
-  };
+  });
   auto write_run = [&](uint32_t target, uint64_t offset, uint64_t length) {
     for (uint64_t pos = offset; pos < offset + length && !stop.load(std::memory_order_relaxed);) {
       ReplayIo io;
@@ -95,18 +84,15 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
       io.target = target;
       io.offset = pos;
       io.length = std::min(kWriteBytes, offset + length - pos);
-      engine.prepare(io, (uint64_t{target} << 48) | (tag++ & 0xffffffffffff));
-      engine.submit();
-      ++in_flight;
+      writes.issue(io);
       pos += io.length;
-      settle(kInFlight - 1);
     }
   };
   if (footprint)
     footprint->for_each_run(write_run);
   else
     for (uint32_t t = 0; t < targets.size(); ++t) write_run(t, 0, targets[t].size / targets[t].logical_block * targets[t].logical_block);
-  settle(0);
+  writes.drain();
   if (progress) progress(prog);
   return prog.done_bytes;
 }

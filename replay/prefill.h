@@ -44,7 +44,8 @@ struct PrefillProgress {
 
 // Writes `footprint`'s runs, or every byte of every target when it is null.
 // Returns the bytes written; stops early (returning what was written) when
-// `stop` is set. Throws TraceError when a write fails.
+// `stop` is set. Throws IoError when a write fails (one that ends short with
+// EIO).
 // REQUIRES: the targets are open for writing.
 uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footprint, DataPattern data,
                  const std::atomic<bool>& stop, const std::function<void(const PrefillProgress&)>& progress);

@@ -409,17 +409,16 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   int64_t last_reap = start;  // when completions last freed the queue
   writer.set_metadata("replay.start_ns", std::to_string(start));
   int64_t drained_at = start;  // when the replay last had nothing in flight
-  std::vector<UringEngine::Completion> done;
+  std::vector<Completion> done;
   Progress prog;
   prog.planned = p.plan.ios;
   int64_t next_progress = start + 1'000'000'000;
   auto is_done = [&](uint64_t seq) { return seq < head || slots[seq % kSlots].done; };
-  std::vector<uint64_t> pending;  // prepared, not yet submitted
+  std::vector<uint32_t> pending;  // slots prepared, not yet submitted
   auto submit_pending = [&] {
     if (pending.empty()) return;
-    const int64_t t = monotonic_ns();
-    for (uint64_t seq : pending) slots[seq % kSlots].issue_ns = t;
-    engine.submit();
+    const int64_t t = engine.submit();
+    for (uint32_t slot : pending) slots[slot].issue_ns = t;
     prog.issued += pending.size();
     pending.clear();
   };
@@ -456,10 +455,11 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       // Nothing is reaped until the submission, so the IOs counted here are
       // exactly those in flight when it is submitted.
       const int64_t ready = next_held ? std::max(due, last_reap) : due;
-      slots[next_seq % kSlots] = Slot{.io = next, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight + 1)};
+      const auto slot = static_cast<uint32_t>(next_seq % kSlots);
+      slots[slot] = Slot{.io = next, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight + 1)};
       next_held = false;
-      engine.prepare(next, next_seq);
-      pending.push_back(next_seq);
+      engine.prepare(next, slot);
+      pending.push_back(slot);
       pending_rec_time = next.rec_time_ns;
       if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
       ++next_seq;
@@ -475,14 +475,13 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     }
     engine.reap(done);
     if (!done.empty()) {
-      now = monotonic_ns();
+      now = done.back().complete_ns;
       last_reap = now;
       for (const auto& c : done) {
-        Slot& s = slots[c.tag % kSlots];
+        Slot& s = slots[c.tag];
         s.done = true;
-        s.complete_ns = now;
-        const bool transfer = s.io.op == Op::kRead || s.io.op == Op::kWrite;
-        s.status = c.result < 0 ? c.result : (transfer && static_cast<uint64_t>(c.result) != s.io.length ? -EIO : 0);
+        s.complete_ns = c.complete_ns;
+        s.status = c.status;
         fidelity.completed(s.io.source_index);
         ++prog.completed;
         if (s.status) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -908,4 +909,75 @@ TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", 
   const auto refused = test::run(replay_cmd(trace, loop.path(), dir.file("x.iotape"), "--prefill reads"));
   CHECK(refused.exit_code != 0);
   CHECK(refused.output.find("--prefill writes") != std::string::npos);
+}
+
+namespace {
+
+// A 1 MiB tmpfs holding 64 KiB of other data and target(), a sparse 4 MiB
+// file: 960 KiB of it can be written, so of the 128 KiB writes from its start
+// the eighth moves 64 KiB and ends short, and the rest find no space.
+class NearlyFullTmpfs {
+ public:
+  NearlyFullTmpfs() {
+    REQUIRE(::mount("tmpfs", dir_.path().c_str(), "tmpfs", 0, "size=1m") == 0);
+    write_file(dir_.file("other"), std::string(64 * 1024, 'o'));
+    write_file(target(), "");
+    CHECK(::truncate(target().c_str(), 4 * kMiB) == 0);
+  }
+  ~NearlyFullTmpfs() {
+    // An io_uring lets go of its files a moment after its process exits.
+    for (int i = 0; i < 40 && ::umount(dir_.path().c_str()) != 0 && errno == EBUSY; ++i) ::usleep(50'000);
+    ::umount2(dir_.path().c_str(), MNT_DETACH);  // EINVAL, harmless, once unmounted
+  }
+  NearlyFullTmpfs(const NearlyFullTmpfs&) = delete;
+  NearlyFullTmpfs& operator=(const NearlyFullTmpfs&) = delete;
+  std::string target() const { return dir_.file("target"); }
+  uint64_t target_bytes() const {  // allocated, not the size
+    struct stat st {};
+    ::stat(target().c_str(), &st);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+
+ private:
+  TempDir dir_;
+};
+
+}  // namespace
+
+// The engine decides once what a completion means, for replay and bench
+// alike: a write that moved fewer bytes than asked failed with EIO. A full
+// filesystem makes one for real (the write is done in part).
+TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench phase", "[root]") {
+  if (!test::require_root("mount tmpfs")) return;
+  constexpr uint64_t kBlock = 128 * 1024;
+  TempDir dir;
+  std::vector<Io> ios;
+  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * kBlock, kBlock));
+  const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 4 * kMiB);
+  std::map<uint64_t, int32_t> expected, replayed, benched;  // status by offset
+  for (int i = 0; i < 12; ++i) expected[i * kBlock] = i < 7 ? 0 : i == 7 ? -EIO : -ENOSPC;
+  {
+    NearlyFullTmpfs fs;
+    const auto r = test::run(replay_cmd(trace, fs.target(), result, "--allow-write --timing afap --qd 1"));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(fs.target_bytes() == 7 * kBlock + kBlock / 2);  // the eighth write was done in part
+    for (const Io& io : read_all(result)) replayed[io.offset] = io.status;
+  }
+  {
+    NearlyFullTmpfs fs;
+    // The fill phase: 128 KiB writes from the start, one at a time.
+    const auto b = test::run(test::iotape_binary() + " bench precondition --qd 1 --allow-write --target " +
+                             fs.target() + " -o " + dir.file("bench"));
+    INFO(b.output);
+    CHECK(b.exit_code != 0);
+    CHECK(b.output.find("a short transfer fails with EIO") != std::string::npos);
+    CHECK(b.output.find("the first: " + std::string(std::strerror(EIO))) != std::string::npos);
+    CHECK(fs.target_bytes() == 7 * kBlock + kBlock / 2);
+    for (const Io& io : read_all(dir.file("bench/fill.iot")))
+      if (io.offset < 12 * kBlock) benched[io.offset] = io.status;
+  }
+  CHECK(replayed == expected);
+  CHECK(benched == expected);
 }

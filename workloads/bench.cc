@@ -6,14 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 
 #include "analysis/report.h"
-#include "replay/engine.h"
+#include "replay/closed_loop.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
 #include "traces/error.h"
@@ -35,14 +34,14 @@ class PhaseTrace {
  public:
   PhaseTrace(const std::string& path, const replay::Target& t, const std::string& test, const std::string& phase)
       : path_(path), writer_(path, header(t, test, phase), writer_options()), start_(replay::monotonic_ns()) {}
-  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t result) {
+  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t status) {
     Io out;
     out.issue_ns = issue - start_;
     out.complete_ns = complete - start_;
     out.offset = io.offset;
     out.length = io.length;
     out.op = io.op;
-    out.status = result < 0 ? result : 0;
+    out.status = status;
     out.source_index = static_cast<int64_t>(next_index_++);
     writer_.append(out);
   }
@@ -88,54 +87,36 @@ struct PhaseStats {
 using NextIo = std::function<bool(replay::ReplayIo&)>;
 
 // Keeps `qd` IOs from `next` in flight until it has no more or `max_ns` passed.
+// Throws IoError when any IO failed: the replay engine's rule, so a short
+// transfer fails with EIO here as in a replay.
 PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace) {
-  replay::UringEngine engine(targets, max_length, qd, replay::DataPattern{});
-  struct Slot {
-    replay::ReplayIo io;
-    int64_t issue = 0;
-  };
-  std::vector<Slot> slots(qd);
-  std::vector<uint64_t> free_slots;
-  for (uint64_t i = qd; i-- > 0;) free_slots.push_back(i);
-  std::vector<replay::UringEngine::Completion> done;
   PhaseStats s;
-  const int64_t start = replay::monotonic_ns(), deadline = start + max_ns;
+  int64_t start = 0;
   std::vector<uint64_t> per_second;
-  bool more = true;
   uint64_t failed = 0;
   int32_t first_error = 0;
-  while (true) {
-    const int64_t now = replay::monotonic_ns();
-    while (more && !free_slots.empty() && now < deadline) {
-      const uint64_t tag = free_slots.back();
-      if (!(more = next(slots[tag].io))) break;
-      free_slots.pop_back();
-      slots[tag].issue = now;
-      engine.prepare(slots[tag].io, tag);
-      engine.submit();
-    }
-    if (free_slots.size() == qd) break;
-    engine.wait(now + kSecond / 10);
-    done.clear();
-    engine.reap(done);
-    const int64_t at = replay::monotonic_ns();
-    for (const auto& c : done) {
-      const Slot& slot = slots[c.tag];
-      if (c.result < 0 && failed++ == 0) first_error = c.result;
-      if (trace) trace->add(slot.io, slot.issue, at, c.result);
-      ++s.ios;
-      s.bytes += slot.io.length;
-      const auto second = static_cast<size_t>((at - start) / kSecond);
-      if (per_second.size() <= second) per_second.resize(second + 1, 0);
-      ++per_second[second];
-      free_slots.push_back(c.tag);
-    }
-  }
+  replay::ClosedLoop loop(targets, max_length, qd, replay::DataPattern{}, [&](const replay::Finished& f) {
+    const replay::Completion& c = f.completion;
+    if (c.status < 0 && failed++ == 0) first_error = c.status;
+    if (trace) trace->add(f.io, f.issue_ns, c.complete_ns, c.status);
+    ++s.ios;
+    s.bytes += f.io.length;
+    const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
+    if (per_second.size() <= second) per_second.resize(second + 1, 0);
+    ++per_second[second];
+  });
+  start = replay::monotonic_ns();
+  const int64_t deadline = start + max_ns;
+  replay::ReplayIo io;
+  while (replay::monotonic_ns() < deadline && next(io)) loop.issue(io);
+  loop.drain();
   s.duration_ns = replay::monotonic_ns() - start;
   if (failed)
-    throw TraceError(fmt::format("{}: {} of {} IOs failed, the first with: {}", targets[0].path, failed, s.ios,
-                                 std::strerror(-first_error)));
+    throw error_errno(targets[0].path,
+                      fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first",
+                                  failed, s.ios),
+                      -first_error);
   per_second.resize(std::min<size_t>(per_second.size(), static_cast<size_t>(s.duration_ns / kSecond)));
   s.ios_per_second = std::move(per_second);
   return s;

@@ -5,7 +5,9 @@
 // Every test writes one result trace per measured phase into the output
 // directory (issue and completion of every IO, times from the phase start, in
 // the format `iotape report` and `iotape compare` read) and returns a JSON
-// summary, also written there as summary.json.
+// summary, also written there as summary.json. A phase in which an IO failed
+// fails the test (IoError naming the first errno); an IO that moved fewer
+// bytes than asked failed with EIO, as a replay counts it.
 #pragma once
 
 #include <cstdint>
