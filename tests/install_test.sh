@@ -3,7 +3,7 @@
 # checks what lands where: binary, systemd unit, bash completion, manual pages
 # and docs. The package part installs and purges iotape on this machine, so it
 # needs root (without root it is skipped, except under CI). Tools a container
-# may lack (systemd-analyze, man) are named when missing.
+# may lack (systemd-analyze, man) are named when missing, and fail under CI.
 # Usage: install_test.sh BUILD_DIR VERSION
 set -euo pipefail
 build=$(realpath "$1") version=$2
@@ -19,7 +19,7 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { [[ -z ${CI:-} ]] || fail "$* (CI skips nothing)"; echo "SKIP: $*"; }
-have() { command -v "$1" >/dev/null || { echo "not available: $1 ($2)"; return 1; }; }
+have() { command -v "$1" >/dev/null || { skip "$1 is not installed: $2"; return 1; }; }
 
 # What the completion script $completion offers for the words WORD... (sorted).
 offered() {
