@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -191,18 +192,24 @@ class BlktraceBackend final : public Backend {
   void poll(int timeout_ms, const IoSink& sink) override {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return;  // timeout or signal
-    char buf[1 << 16];
-    for (;;) {
-      const ssize_t n = ::read(fd_, buf, sizeof buf);
-      if (n <= 0) break;
-      pending_.append(buf, static_cast<size_t>(n));
-      size_t start = 0, nl;
-      while ((nl = pending_.find('\n', start)) != std::string::npos) {
-        parse_line(std::string_view(pending_).substr(start, nl - start), sink);
-        start = nl + 1;
-      }
-      pending_.erase(0, start);
-    }
+    read_pipe(sink);
+  }
+
+  // Every IO still to come is in flight in the maps below, or its first
+  // event (D, or the C of a request never dispatched) is not written yet.
+  int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
+    const int64_t emptied = read_pipe(sink);
+    if (emptied == kNoTime) return floor_ns;
+    int64_t oldest = emptied - kStampSlackNs;
+    const auto consider = [&](int64_t issue) {
+      if (issue >= floor_ns && issue < oldest) oldest = issue;
+    };
+    for (const auto& [key, ios] : issued_)
+      for (const Issued& is : ios) consider(is.issue_ns);
+    // A queued request is issued later, or completed undispatched with its queue time.
+    for (const auto& [key, ios] : queued_)
+      for (const Queued& q : ios) consider(q.ns);
+    return std::max(oldest, floor_ns);
   }
 
   uint64_t dropped() override { return overruns() - overrun_base_ + lost_; }
@@ -231,6 +238,25 @@ class BlktraceBackend final : public Backend {
     if (it->second.empty()) m.erase(it);
     --count;
     return true;
+  }
+
+  // Parses every line trace_pipe holds. Returns when the read that found it
+  // empty began (every event stamped before then, less kStampSlackNs, has
+  // been parsed), or kNoTime when a read failed otherwise.
+  int64_t read_pipe(const IoSink& sink) {
+    char buf[1 << 16];
+    for (;;) {
+      const int64_t before = boottime_ns();
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return n < 0 && errno == EAGAIN ? before : kNoTime;
+      pending_.append(buf, static_cast<size_t>(n));
+      size_t start = 0, nl;
+      while ((nl = pending_.find('\n', start)) != std::string::npos) {
+        parse_line(std::string_view(pending_).substr(start, nl - start), sink);
+        start = nl + 1;
+      }
+      pending_.erase(0, start);
+    }
   }
 
   // Events the ftrace ring buffer overwrote or could not store.

@@ -89,8 +89,6 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
 
 }  // namespace
 
-int64_t boottime_ns() { return clock_ns(CLOCK_BOOTTIME); }
-
 RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
   std::vector<std::string> notes;
   const std::vector<BlockDevice> devices = select_devices(o.devices, notes);
