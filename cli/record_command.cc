@@ -94,7 +94,7 @@ void add_record_command(CLI::App& app) {
                   "Write and fdatasync each IO at most this long after it completed, e.g. 100ms (default 1s): "
                   "a kill or power loss keeps every IO that completed more than this plus 0.1s before it. "
                   "IOs are written in issue order; one in flight longer than this is written late, and counted");
-  sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync");
+  sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync: a kill keeps the bound above, a power loss does not");
   sub->add_option("--zstd-level", c->zstd_level,
                   "zstd level of the chunks (default 1; 9 makes them about 10% smaller for 3 times the CPU, "
                   "which the traced machine pays)")
