@@ -178,6 +178,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     r.uncompleted = backend->uncompleted();
     out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();
+    if (cb.durable && o.output.writer.durability == Durability::kFdatasync)
+      cb.durable(out.paths().back(), out.part_bytes());
   } catch (const IoError& e) {
     r.write_failed = true;
     r.stop_reason = e.what();

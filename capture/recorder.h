@@ -67,8 +67,9 @@ struct RecordProgress {
 struct RecordCallbacks {
   std::function<void(const std::string&)> note;  // what is recorded, devices skipped; before the first IO
   std::function<void(const RecordProgress&)> progress;
-  // After each flush with Durability::kFdatasync: the first `bytes` bytes of
-  // `path`, and every part before it, are on stable storage.
+  // After each flush with Durability::kFdatasync, and after the last part is
+  // closed: the first `bytes` bytes of `path`, and every part before it, are
+  // on stable storage.
   std::function<void(const std::string& path, uint64_t bytes)> durable;
 };
 
