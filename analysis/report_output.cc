@@ -337,7 +337,8 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
                       fmt::format("{:g}", p["read_pct"].get<double>()), std::to_string(p["ios"].get<uint64_t>()),
                       fmt::format("{:.1f}", p["iops"].get<double>()), fmt::format("{:.2f}", p["MBps"].get<double>()),
                       us(static_cast<uint64_t>(p["mean_latency_ns"].get<double>())),
-                      us(p["p99_latency_ns"].get<uint64_t>()), seconds(p["busy_time_ns"].get<int64_t>())});
+                      us(p["p99_latency_ns"].get<uint64_t>()),
+                      fmt::format("{:.3f}", p["busy_time_ns"].get<int64_t>() / 1e9)});
     out += "\n" + table(rows);
   }
   return out;

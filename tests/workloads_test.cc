@@ -169,11 +169,11 @@ TEST_CASE("synth records its phases in the header, cut keeps them clipped", "[sy
     for (int k = 0; k < 99; ++k) {
       const v1::Phase& p = h.phases(k);
       INFO("phase " << k << " " << p.name());
-      // The profile sweeps read 0..100% (slowest) and QD 1..256.
-      CHECK(p.name() == fmt::format("read={} qd={}", k / 9 * 10, 1 << (k % 9)));
+      // The profile sweeps QD 1..256 (slowest: sweep keys go in name order) and read 0..100%.
+      CHECK(p.name() == fmt::format("qd={} read={}", 1 << (k / 11), k % 11 * 10));
       CHECK(p.pattern() == "database");
-      CHECK(p.read_share() == Approx((k / 9) / 10.0));
-      CHECK(p.queue_depth() == 1u << (k % 9));
+      CHECK(p.read_share() == Approx((k % 11) / 10.0));
+      CHECK(p.queue_depth() == 1u << (k / 11));
       CHECK(p.block_size() == 8192);
       CHECK(p.alignment() == 4096);
       CHECK(p.threads() == 1);
