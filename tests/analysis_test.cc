@@ -790,6 +790,20 @@ TEST_CASE("a database trace replayed on two loop devices: report --by phase and 
   check_database_phases(results[0], true, "random");
   check_database_phases(results[1], true, "zero");
 
+  // A cut of a result keeps the phases of the IOs it keeps, still by source_index.
+  const std::string cut = dir.file("cut.iot");
+  REQUIRE(test::run(test::iotape_binary() + " cut " + results[0] + " -o " + cut + " --window 0.01..0.03").exit_code == 0);
+  const auto cj = nlohmann::json::parse(test::run(test::iotape_binary() + " report --by phase --json " + cut).output);
+  REQUIRE(cj["phases"].size() > 0);
+  CHECK(cj["phases"].size() < 99);
+  uint64_t cut_ios = 0;
+  for (const auto& p : cj["phases"]) {
+    CHECK(p["ios"].get<uint64_t>() > 0);
+    CHECK(p["data"] == "random");
+    cut_ios += p["ios"].get<uint64_t>();
+  }
+  CHECK(cut_ios == cj["ios"].get<uint64_t>());
+
   const std::string html = dir.file("compare.html");
   const auto c = test::run(test::iotape_binary() + " compare " + results[0] + " " + results[1] +
                            " --label 'database/loop A' --label 'database/loop B' --html " + html + " --json");
