@@ -13,8 +13,6 @@ namespace iotape {
 class PhaseMap {
  public:
   explicit PhaseMap(const v1::TraceHeader& header);
-  size_t size() const { return ranges_.size(); }
-  bool empty() const { return ranges_.empty(); }
 
   // The phase (index into TraceHeader.phases) of the IO at `position` in the
   // trace, or, in a replay result, of the source IO it replayed
