@@ -110,4 +110,23 @@ std::vector<Processes::Entry> Processes::top(size_t n) const {
   return all;
 }
 
+PhaseResults::PhaseResults(const v1::TraceHeader& header)
+    : map_(header), figures_(static_cast<size_t>(header.phases_size())), busy_(figures_.size()) {}
+
+void PhaseResults::add(const Io& io, uint64_t position, int64_t end_ns) {
+  const int k = map_.of(io, position);
+  if (k < 0) return;
+  Figures& f = figures_[static_cast<size_t>(k)];
+  f.add(io, end_ns);
+  busy_[static_cast<size_t>(k)].add(io.issue_ns, end_ns);
+  if ((io.op == Op::kRead || io.op == Op::kWrite) && io.has_complete())
+    f.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.issue_ns)));
+}
+
+std::vector<PhaseResults::Figures> PhaseResults::figures() const {
+  std::vector<Figures> out = figures_;
+  for (size_t k = 0; k < out.size(); ++k) out[k].busy_ns = busy_[k].total_ns();
+  return out;
+}
+
 }  // namespace iotape::analysis

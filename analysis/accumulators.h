@@ -15,6 +15,8 @@
 #include "stats/histogram.h"
 #include "stats/queue_depth.h"
 #include "traces/io.h"
+#include "traces/phases.h"
+#include "traces/summary.h"
 
 namespace iotape::analysis {
 
@@ -120,6 +122,26 @@ class Processes {
   std::unordered_map<Key, Entry, KeyHash> entries_;
   Entry* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
   uint64_t evictions_ = 0;
+};
+
+// Per-phase figures of a trace with phases (TraceHeader.phases): each phase's
+// IOs, busy time and latency. Memory: one record per phase.
+class PhaseResults {
+ public:
+  struct Figures : IoTotals {
+    int64_t busy_ns = 0;
+    stats::LogLinearHistogram latency;  // reads and writes, issue to completion
+  };
+  explicit PhaseResults(const v1::TraceHeader& header);
+  // `position`: the IO's position in the trace; `end_ns` as for IoTotals::add.
+  void add(const Io& io, uint64_t position, int64_t end_ns);
+  // Indexed like TraceHeader.phases; a phase without IOs has zeros.
+  std::vector<Figures> figures() const;
+
+ private:
+  PhaseMap map_;
+  std::vector<Figures> figures_;
+  std::vector<stats::BusyTime> busy_;
 };
 
 }  // namespace iotape::analysis

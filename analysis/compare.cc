@@ -14,6 +14,7 @@
 #include "analysis/report_output.h"
 #include "analysis/svg_chart.h"
 #include "traces/error.h"
+#include "units/units.h"
 
 namespace iotape::analysis {
 
@@ -69,6 +70,107 @@ std::string file_safe(const std::string& name) {
 
 std::string cell(double v, int decimals) { return std::isnan(v) ? "n/a" : fmt::format("{:.{}f}", v, decimals); }
 
+// A chart of a figure against one phase parameter, and its values as a table.
+struct PhaseChart {
+  std::string name;  // file name
+  XyChart chart;
+};
+
+// The phase parameters charted on the x axis; a figure against block size is
+// a data rate, against queue depth or read share an IO rate.
+struct Axis {
+  const char* key;
+  const char* label;
+  XyChart::XFormat format;
+  bool log2;
+  double (*x)(const CompareEntry::Phase&);  // NaN: the phase has no single value
+  bool iops;
+};
+const Axis kAxes[] = {
+    {"qd", "queue depth", XyChart::XFormat::kNumber, true,
+     [](const CompareEntry::Phase& p) { return p.queue_depth ? double(p.queue_depth) : NAN; }, true},
+    {"bs", "block size", XyChart::XFormat::kSize, true,
+     [](const CompareEntry::Phase& p) { return p.block_size ? double(p.block_size) : NAN; }, false},
+    {"read", "read share", XyChart::XFormat::kPercent, false, [](const CompareEntry::Phase& p) { return p.read_pct; },
+     true},
+};
+
+// Per workload and axis, one chart per combination of the other parameters
+// whose phases take at least two values on the axis; a line per drive.
+std::vector<PhaseChart> phase_charts(const std::vector<CompareEntry>& entries, const Layout& layout) {
+  std::vector<PhaseChart> out;
+  for (const auto& w : layout.workloads)
+    for (const Axis& axis : kAxes) {
+      // The fixed parameters of a chart, as a readable title, in order of first appearance.
+      auto fixed = [&](const CompareEntry::Phase& p) {
+        std::vector<std::string> parts;
+        if (std::string(axis.key) != "read") parts.push_back(fmt::format("read {:g}%", p.read_pct));
+        if (std::string(axis.key) != "qd") parts.push_back(p.queue_depth ? fmt::format("QD{}", p.queue_depth) : "QD mix");
+        if (std::string(axis.key) != "bs")
+          parts.push_back(p.block_size ? units::format_size(p.block_size) : std::string("size mix"));
+        return fmt::format("{}", fmt::join(parts, ", "));
+      };
+      std::vector<std::pair<std::string, std::string>> groups;  // (key, title)
+      for (const auto& e : entries)
+        if (e.workload == w)
+          for (const auto& p : e.phases) {
+            if (std::isnan(axis.x(p))) continue;
+            const std::string key = fixed(p) + "|" + p.other;
+            if (std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; }) == groups.end())
+              groups.emplace_back(key, fixed(p));
+          }
+      for (const auto& [key, title] : groups) {
+        XyChart c;
+        c.title = fmt::format("{} vs {}{}: {}", axis.iops ? "IOPS" : "Data rate", axis.label,
+                              w.empty() ? "" : ", " + w, title);
+        c.x_label = axis.label;
+        c.y_unit = axis.iops ? "IOPS" : "MB/s";
+        c.log2_x = axis.log2;
+        c.x_format = axis.format;
+        std::vector<double> xs;
+        for (const auto& e : entries) {
+          if (e.workload != w) continue;
+          XyChart::Line line{e.drive, {}, layout.colour(e.drive)};
+          for (const auto& p : e.phases) {
+            const double x = axis.x(p);
+            if (std::isnan(x) || fixed(p) + "|" + p.other != key) continue;
+            if (std::find_if(line.points.begin(), line.points.end(), [&](const auto& pt) { return pt.first == x; }) !=
+                line.points.end())
+              continue;  // a repeated phase: its first run is charted
+            line.points.emplace_back(x, axis.iops ? p.iops : p.MBps);
+            if (std::find(xs.begin(), xs.end(), x) == xs.end()) xs.push_back(x);
+          }
+          std::sort(line.points.begin(), line.points.end());
+          if (!line.points.empty()) c.lines.push_back(std::move(line));
+        }
+        if (xs.size() < 2) continue;
+        out.push_back({fmt::format("phases_{}_{}_{}.svg", file_safe(w), axis.key, file_safe(title)), std::move(c)});
+      }
+    }
+  return out;
+}
+
+// The values of a phase chart: a row per drive, a column per x value.
+std::string phase_table(const XyChart& c) {
+  std::vector<double> xs;
+  for (const auto& l : c.lines)
+    for (const auto& [x, y] : l.points)
+      if (std::find(xs.begin(), xs.end(), x) == xs.end()) xs.push_back(x);
+  std::sort(xs.begin(), xs.end());
+  std::string h = "<table class=\"values\">\n<tr><th>" + xml_escape(c.y_unit) + "</th>";
+  for (double x : xs) h += "<th>" + xml_escape(c.x_label + " " + x_label(x, c.x_format)) + "</th>";
+  h += "</tr>\n";
+  for (const auto& l : c.lines) {
+    h += "<tr><td>" + xml_escape(l.label) + "</td>";
+    for (double x : xs) {
+      auto it = std::find_if(l.points.begin(), l.points.end(), [&](const auto& pt) { return pt.first == x; });
+      h += "<td>" + (it == l.points.end() ? std::string("-") : cell(it->second, c.y_unit == "IOPS" ? 0 : 1)) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path) {
@@ -94,6 +196,19 @@ CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path)
   e.series_interval_s = interval_ns > 0 ? interval_ns / 1e9 : 1;
   if (j.contains("series") && j["series"].contains("iops"))
     for (const auto& v : j["series"]["iops"]) e.iops.push_back(v.get<double>());
+  if (j.contains("phases") && j["phases"].is_array())
+    for (const auto& p : j["phases"]) {
+      CompareEntry::Phase f;
+      f.name = p.value("name", "");
+      f.block_size = static_cast<uint64_t>(number(p, {"block_size"}));
+      f.queue_depth = static_cast<uint32_t>(number(p, {"queue_depth"}));
+      f.read_pct = number(p, {"read_pct"});
+      f.other = fmt::format("{}|{}|{}|{}", p.value("pattern", ""), number(p, {"sequential_pct"}),
+                            number(p, {"alignment"}), number(p, {"threads"}));
+      f.iops = number(p, {"iops"});
+      f.MBps = number(p, {"MBps"});
+      e.phases.push_back(std::move(f));
+    }
   return e;
 }
 
@@ -115,8 +230,12 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
     e = entry_from_report(j, path);
   } else {
     TraceReader reader(path);
-    const Report r = analyse(reader);
-    e = entry_from_report(report_json(r, reader.header(), OutputOptions{{path}}), path);
+    ReportOptions ro;
+    ro.by_phase = true;
+    const Report r = analyse(reader, ro);
+    OutputOptions oo{{path}};
+    oo.by_phase = true;
+    e = entry_from_report(report_json(r, reader.header(), oo), path);
   }
   if (!label.empty()) {
     const auto slash = label.rfind('/');
@@ -132,7 +251,7 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
 
 nlohmann::ordered_json compare_json(const std::vector<CompareEntry>& entries) {
   auto out = nlohmann::ordered_json::array();
-  for (const auto& e : entries)
+  for (const auto& e : entries) {
     out.push_back({{"path", e.path},
                    {"workload", e.workload},
                    {"drive", e.drive},
@@ -143,6 +262,14 @@ nlohmann::ordered_json compare_json(const std::vector<CompareEntry>& entries) {
                    {"p99_latency_us", e.p99_latency_us},
                    {"series_interval_s", e.series_interval_s},
                    {"iops", e.iops}});
+    if (!e.phases.empty()) {
+      auto phases = nlohmann::ordered_json::array();
+      for (const auto& p : e.phases)
+        phases.push_back({{"name", p.name}, {"block_size", p.block_size}, {"queue_depth", p.queue_depth},
+                          {"read_pct", p.read_pct}, {"iops", p.iops}, {"MBps", p.MBps}});
+      out.back()["phases"] = phases;
+    }
+  }
   return out;
 }
 
@@ -172,6 +299,7 @@ std::vector<std::pair<std::string, std::string>> compare_svgs(const std::vector<
       out.emplace_back("iops_" + file_safe(w) + "_log.svg", line_chart_svg(c));
     }
   }
+  for (const auto& p : phase_charts(entries, layout)) out.emplace_back(p.name, xy_chart_svg(p.chart));
   return out;
 }
 
@@ -187,6 +315,11 @@ std::string compare_html(const std::vector<CompareEntry>& entries) {
       "svg { max-width: 100%; height: auto; }\n"
       "p.note { font-size: 12px; color: #444444; }\n"
       "</style>\n</head>\n<body>\n<h1>iotape compare</h1>\n";
+  const Layout layout(entries);
+  const auto phases = phase_charts(entries, layout);
+  if (!phases.empty())
+    h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 0 0; }\n"
+                                 "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n");
   h += "<table>\n<tr><th>workload</th><th>drive</th><th>IOs</th><th>busy time (s)</th><th>read MB/s</th>"
        "<th>write MB/s</th><th>combined MB/s</th><th>mean latency (\xc2\xb5s)</th><th>p99 latency (\xc2\xb5s)</th></tr>\n";
   for (const auto& e : entries)
@@ -204,7 +337,12 @@ std::string compare_html(const std::vector<CompareEntry>& entries) {
     if (entries[i].times == "user") h += " (replay timed by the replayer: submission to reap, host overhead included)";
   }
   h += ".</p>\n";
-  for (const auto& [name, svg] : compare_svgs(entries)) h += "<figure id=\"" + name + "\">\n" + svg + "</figure>\n";
+  for (const auto& [name, svg] : compare_svgs(entries)) {
+    h += "<figure id=\"" + name + "\">\n" + svg;
+    for (const auto& p : phases)
+      if (p.name == name) h += phase_table(p.chart);
+    h += "</figure>\n";
+  }
   h += "</body>\n</html>\n";
   return h;
 }

@@ -27,6 +27,17 @@ struct CompareEntry {
   double p99_latency_us = 0;
   double series_interval_s = 1;
   std::vector<double> iops;
+  // Per phase, when the result has phases (`iotape report --by phase`).
+  struct Phase {
+    std::string name;
+    uint64_t block_size = 0;  // 0: a mix
+    uint32_t queue_depth = 0; // 0: a mix
+    double read_pct = 0;
+    std::string other;        // the other parameters: only phases equal in them share a chart
+    double iops = 0;
+    double MBps = 0;
+  };
+  std::vector<Phase> phases;
 };
 
 // From the JSON of `iotape report --json`. Workload and drive come from its

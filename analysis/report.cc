@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace iotape::analysis {
 
@@ -42,8 +43,11 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   int64_t lo = std::numeric_limits<int64_t>::min();
   int64_t hi = std::numeric_limits<int64_t>::max();
   bool origin_known = false;
+  std::optional<PhaseResults> phases;
+  if (o.by_phase) phases.emplace(reader.header());
+  uint64_t position = 0;  // of the batch's first IO in the trace
 
-  for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch()) {
+  for (auto batch = reader.next_batch(); !batch.empty(); position += batch.size(), batch = reader.next_batch()) {
     if (!origin_known) {
       // The window is relative to the trace's first IO, whatever the filter.
       origin_known = true;
@@ -56,10 +60,12 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
     if (batch.front().issue_ns >= hi) break;
     if (batch.back().issue_ns < lo) continue;
     selection.update(reader.header());
-    for (const Io& io : batch) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Io& io = batch[i];
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
       r.add(io, end);
+      if (phases) phases->add(io, position + i, end);
       if (io.device >= device_used.size()) device_used.resize(io.device + 1);
       if (!device_used[io.device]) {
         device_used[io.device] = true;
@@ -86,6 +92,7 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   r.dropped_events = reader.dropped_events();
   r.late_ios = reader.late_ios();
   r.status = reader.status();
+  if (phases) r.phases = phases->figures();
   return r;
 }
 

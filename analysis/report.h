@@ -19,6 +19,7 @@ struct ReportOptions {
   units::Window window;                // only IOs issued in it; busy time is clipped to it
   size_t series_points = 4096;         // bound of the IOPS/MB/s series (see TimeSeries)
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
+  bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
 };
 
 // The totals are of the selected IOs; their ends are clipped to the window.
@@ -36,6 +37,7 @@ struct Report : IoTotals {
   stats::QueueDepth queue_depth; // all IOs
   TimeSeries series;
   Processes processes;
+  std::vector<PhaseResults::Figures> phases;  // with by_phase: indexed like TraceHeader.phases
 
   uint64_t dropped_events = 0;
   uint64_t late_ios = 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "traces/summary_json.h"
+#include "units/units.h"
 
 namespace iotape::analysis {
 
@@ -54,19 +55,22 @@ std::string scalar(const ordered_json& v) {
   return v.dump();
 }
 
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const ordered_json& j) {
+  std::string value = scalar(j);
+  if (value.find_first_of(",\"\n") == std::string::npos) return value;
+  std::string quoted = "\"";
+  for (char c : value) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 void flatten(const ordered_json& j, const std::string& prefix, std::string& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
   } else if (j.is_array()) {
     for (size_t i = 0; i < j.size(); ++i) flatten(j[i], prefix + "." + std::to_string(i), out);
   } else {
-    std::string value = scalar(j);
-    if (value.find_first_of(",\"\n") != std::string::npos) {
-      std::string quoted = "\"";
-      for (char c : value) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-      value = quoted + "\"";
-    }
-    out += prefix + "," + value + "\n";
+    out += prefix + "," + csv_field(j) + "\n";
   }
 }
 
@@ -156,7 +160,61 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   std::sort(kv.begin(), kv.end());  // protobuf map order is unspecified
   for (const auto& [k, v] : kv) meta[k] = v;
   j["metadata"] = meta;
+  if (o.by_phase) j["phases"] = phases_json(r, header);
   return j;
+}
+
+ordered_json phases_json(const Report& r, const v1::TraceHeader& header) {
+  auto out = ordered_json::array();
+  for (int k = 0; k < header.phases_size() && static_cast<size_t>(k) < r.phases.size(); ++k) {
+    const v1::Phase& p = header.phases(k);
+    const auto& f = r.phases[static_cast<size_t>(k)];
+    const double seconds = f.duration_ns() / 1e9;
+    const uint64_t bytes = f.op(Op::kRead).bytes + f.op(Op::kWrite).bytes;
+    ordered_json j;
+    j["index"] = k;
+    j["name"] = p.name();
+    j["pattern"] = p.pattern();
+    j["block_size"] = p.block_size();
+    j["queue_depth"] = p.queue_depth();
+    j["read_pct"] = rounded(100 * p.read_share());
+    j["sequential_pct"] = rounded(100 * p.sequential());
+    j["alignment"] = p.alignment();
+    j["data"] = p.data();
+    j["threads"] = p.threads();
+    j["ios"] = f.ios;
+    j["reads"] = f.op(Op::kRead).ios;
+    j["writes"] = f.op(Op::kWrite).ios;
+    j["bytes_read"] = f.op(Op::kRead).bytes;
+    j["bytes_written"] = f.op(Op::kWrite).bytes;
+    j["duration_ns"] = f.duration_ns();
+    j["busy_time_ns"] = f.busy_ns;
+    j["iops"] = seconds > 0 ? rounded(f.ios / seconds, 1e3) : 0.0;
+    j["MBps"] = seconds > 0 ? rounded(bytes / 1e6 / seconds, 1e3) : 0.0;
+    j["mean_latency_ns"] = rounded(f.latency.mean(), 1);
+    j["p99_latency_ns"] = f.latency.percentile(99);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string phases_csv(const ordered_json& phases) {
+  std::string out;
+  for (const auto& p : phases) {
+    if (out.empty()) {
+      std::string head;
+      for (const auto& [k, v] : p.items()) head += (head.empty() ? "" : ",") + k;
+      out = head + "\n";
+    }
+    std::string row;
+    bool first = true;
+    for (const auto& [k, v] : p.items()) {
+      row += (first ? "" : ",") + csv_field(v);
+      first = false;
+    }
+    out += row + "\n";
+  }
+  return out;
 }
 
 std::string report_csv(const ordered_json& j) {
@@ -263,6 +321,25 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
     out += "\n" + table(rows);
     if (r.processes.approximate())
       out += "(more processes than tracked: the figures are upper bounds, see --help)\n";
+  }
+
+  if (o.by_phase) {
+    if (header.phases_size() == 0) {
+      out += "\nphases       none (the trace was not generated in phases)\n";
+      return out;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"phase", "size", "QD", "read %", "IOs", "IOPS", "MB/s", "mean (us)", "p99 (us)", "busy (s)"}};
+    for (const auto& p : phases_json(r, header))
+      rows.push_back({p["name"].get<std::string>(),
+                      p["block_size"] == 0 ? "mix" : units::format_size(p["block_size"].get<uint64_t>()),
+                      p["queue_depth"] == 0 ? "mix" : std::to_string(p["queue_depth"].get<uint32_t>()),
+                      fmt::format("{:g}", p["read_pct"].get<double>()), std::to_string(p["ios"].get<uint64_t>()),
+                      fmt::format("{:.1f}", p["iops"].get<double>()), fmt::format("{:.2f}", p["MBps"].get<double>()),
+                      us(static_cast<uint64_t>(p["mean_latency_ns"].get<double>())),
+                      us(p["p99_latency_ns"].get<uint64_t>()),
+                      fmt::format("{:.3f}", p["busy_time_ns"].get<int64_t>() / 1e9)});
+    out += "\n" + table(rows);
   }
   return out;
 }

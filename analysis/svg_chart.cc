@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "units/units.h"
+
 namespace iotape::analysis {
 
 namespace {
@@ -41,6 +43,11 @@ std::string svg_open(int height, const std::string& title) {
       "<rect width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n",
       kWidth, height, kFont, xml_escape(title));
 }
+
+constexpr const char* kDash[] = {"", "6 3", "2 2", "8 3 2 3"};  // tells lines apart in grey print
+
+// The i-th entry of the legend below a plot: a line sample and the label, three per row.
+std::string legend_entry(size_t i, const std::string& label, size_t colour, int top);
 
 }  // namespace
 
@@ -169,7 +176,6 @@ std::string line_chart_svg(const LineChart& chart) {
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#444444\">{}</text>\n", kTop - 10, xml_escape(chart.y_unit));
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n", kLeft,
                    kTop, plot_w, kPlotHeight);
-  static constexpr const char* kDash[] = {"", "6 3", "2 2", "8 3 2 3"};  // tells lines apart in grey print
   for (size_t i = 0; i < chart.lines.size(); ++i) {
     const auto& l = chart.lines[i];
     std::string points;
@@ -178,14 +184,105 @@ std::string line_chart_svg(const LineChart& chart) {
     const char* dash = kDash[i % std::size(kDash)];
     s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
                      series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
-    const int lx = 12 + static_cast<int>(i % 3) * 310, ly = kTop + kPlotHeight + 60 + static_cast<int>(i / 3) * 20;
-    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx, lx + 28,
-                     ly - 4, ly - 4, series_colour(l.colour),
-                     *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "");
-    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 34, ly, xml_escape(fit(l.label, 270)));
+    s += legend_entry(i, l.label, l.colour, kTop + kPlotHeight + 60);
   }
   s += "</svg>\n";
   return s;
 }
+
+std::string x_label(double x, XyChart::XFormat format) {
+  switch (format) {
+    case XyChart::XFormat::kSize: return units::format_size(static_cast<uint64_t>(std::llround(x)));
+    case XyChart::XFormat::kPercent: return fmt::format("{:g}%", x);
+    case XyChart::XFormat::kNumber: break;
+  }
+  return fmt::format("{:g}", x);
+}
+
+std::string xy_chart_svg(const XyChart& chart) {
+  constexpr int kLeft = 80, kRight = 24, kTop = 64, kPlotHeight = 260;
+  const int legend_rows = static_cast<int>((chart.lines.size() + 2) / 3);
+  const int height = kTop + kPlotHeight + 50 + legend_rows * 20 + 10;
+  double min_x = INFINITY, max_x = -INFINITY, max_y = 0;
+  for (const auto& l : chart.lines)
+    for (const auto& [x, y] : l.points) {
+      min_x = std::min(min_x, x);
+      max_x = std::max(max_x, x);
+      if (!std::isnan(y)) max_y = std::max(max_y, y);
+    }
+  if (!(min_x <= max_x)) min_x = max_x = 0;
+  // x: whole powers of two (log2) or 0..max in nice steps; y: 0..max in nice steps.
+  std::vector<double> x_ticks;
+  double x_lo = 0, x_hi = 1;
+  auto xv = [&](double x) { return chart.log2_x ? std::log2(std::max(x, 1e-9)) : x; };
+  if (chart.log2_x) {
+    x_lo = std::floor(std::log2(std::max(min_x, 1e-9)));
+    x_hi = std::max(x_lo + 1, std::ceil(std::log2(std::max(max_x, 1e-9))));
+    const double every = std::ceil((x_hi - x_lo) / 12);  // at most 12 labels
+    for (double e = x_lo; e <= x_hi; e += every) x_ticks.push_back(std::pow(2.0, e));
+  } else {
+    const double step = nice_step(std::max(max_x, 1.0) / 10);
+    x_hi = std::max(step, std::ceil(max_x / step) * step);
+    for (double x = 0; x <= x_hi + step / 2; x += step) x_ticks.push_back(x);
+  }
+  const double y_step = nice_step(max_y / 5);
+  const double y_max = std::max(y_step, std::ceil(max_y / y_step) * y_step);
+  const double plot_w = kWidth - kLeft - kRight;
+  // A margin inside the frame, so the first and last points are not on it.
+  auto px = [&](double x) { return kLeft + 12 + (xv(x) - x_lo) / (x_hi - x_lo) * (plot_w - 24); };
+  auto py = [&](double y) { return kTop + kPlotHeight - y / y_max * kPlotHeight; };
+
+  std::string s = svg_open(height, chart.title);
+  s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
+  s += fmt::format("<text x=\"12\" y=\"44\" fill=\"#444444\">{} \xe2\x80\x94 {} is better</text>\n",
+                   xml_escape(chart.y_unit), chart.higher_is_better ? "higher" : "lower");
+  for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
+    s += fmt::format("<line x1=\"{}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#dddddd\"/>\n", kLeft,
+                     kLeft + plot_w, py(y), py(y));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(y) + 4, short_number(y));
+  }
+  for (double x : x_ticks) {
+    s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eeeeee\"/>\n", px(x), kTop,
+                     kTop + kPlotHeight);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x), kTop + kPlotHeight + 18,
+                     xml_escape(x_label(x, chart.x_format)));
+  }
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444444\">{}</text>\n", kLeft + plot_w / 2,
+                   kTop + kPlotHeight + 36, xml_escape(chart.x_label + (chart.log2_x ? " (log2 scale)" : "")));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n", kLeft,
+                   kTop, plot_w, kPlotHeight);
+  for (size_t i = 0; i < chart.lines.size(); ++i) {
+    const auto& l = chart.lines[i];
+    const std::string colour = series_colour(l.colour);
+    std::string points, marks;
+    for (const auto& [x, y] : l.points) {
+      if (std::isnan(y)) continue;
+      points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", px(x), py(y));
+      marks += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} {}</title></circle>\n",
+                           px(x), py(y), colour, xml_escape(l.label + ", " + x_label(x, chart.x_format)),
+                           short_number(y), xml_escape(chart.y_unit));
+    }
+    const char* dash = kDash[i % std::size(kDash)];
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n", colour,
+                     *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
+    s += marks;
+    s += legend_entry(i, l.label, l.colour, kTop + kPlotHeight + 60);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+namespace {
+
+std::string legend_entry(size_t i, const std::string& label, size_t colour, int top) {
+  const char* dash = kDash[i % std::size(kDash)];
+  const int lx = 12 + static_cast<int>(i % 3) * 310, ly = top + static_cast<int>(i / 3) * 20;
+  return fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx,
+                     lx + 28, ly - 4, ly - 4, series_colour(colour),
+                     *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "") +
+         fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 34, ly, xml_escape(fit(label, 270)));
+}
+
+}  // namespace
 
 }  // namespace iotape::analysis

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace iotape::analysis {
@@ -50,5 +51,26 @@ struct LineChart {
   bool log_y = false;  // decades; values below the lowest decade sit on the axis
 };
 std::string line_chart_svg(const LineChart& chart);
+
+// A figure against a parameter (IOPS against queue depth, ...): one line per
+// drive through its points, every point marked.
+struct XyChart {
+  enum class XFormat { kNumber, kSize, kPercent };  // tick labels: "16", "4K", "30%"
+  struct Line {
+    std::string label;
+    std::vector<std::pair<double, double>> points;  // (x, y), x increasing
+    size_t colour = 0;
+  };
+  std::string title;
+  std::string x_label;
+  std::string y_unit;           // printed in the subtitle with "higher/lower is better"
+  bool higher_is_better = true;
+  bool log2_x = false;          // x values > 0, ticks at powers of two
+  XFormat x_format = XFormat::kNumber;
+  std::vector<Line> lines;
+};
+std::string xy_chart_svg(const XyChart& chart);
+// An x value as the chart's ticks show it.
+std::string x_label(double x, XyChart::XFormat format);
 
 }  // namespace iotape::analysis

@@ -61,7 +61,10 @@ void add_compare_command(CLI::App& app) {
   sub->footer(
       "Charts: disk busy time (s, lower is better), average data rate combined/read/write (MB/s = 10^6 bytes/s, "
       "higher is better),\nmean and 99th percentile latency of reads and writes (us, lower is better), IOPS over "
-      "time per workload.\nBars are grouped by workload and sorted best first; the output is deterministic.");
+      "time per workload.\nResults with phases (iotape synth workloads and their replays) also get a chart per phase "
+      "parameter:\nIOPS against queue depth (log2) and read share, MB/s against block size (log2), a line per "
+      "drive,\none chart per combination of the other parameters, its values in a table below it on the page.\n"
+      "Bars are grouped by workload and sorted best first; the output is deterministic.");
   sub->callback([o] { run_compare(*o); });
 }
 

@@ -75,7 +75,8 @@ void add_cut_command(CLI::App& app) {
   sub->footer(
       "Windows are measured on a grid of --length from the first IO. Score = mean of busy time (IO count when the\n"
       "trace has no completion times)\nand bytes, each relative to the highest window's. The chosen windows and why "
-      "are printed and stored\nin the header metadata (cut.windows).");
+      "are printed and stored\nin the header metadata (cut.windows). Phases of the input (iotape synth) that have "
+      "IOs in the cut\nare kept, clipped to them.");
   sub->callback([a] {
     if (!a->heavy && !a->light && a->windows.empty()) throw UsageError("give --heavy, --light or --window");
     run_cut(*a);

@@ -28,13 +28,16 @@ void run_report(const ReportCommandOptions& o) {
   analysis::ReportOptions ro;
   if (!o.device.empty()) ro.device = parse_device_filter(o.device);
   if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
+  ro.by_phase = o.by == "phase";
   TraceReader reader(o.traces);
   const analysis::Report r = analysis::analyse(reader, ro);
-  const analysis::OutputOptions out{o.traces, o.by == "process", o.top};
+  const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
   if (o.json) {
     // Process names need not be UTF-8: replace what JSON cannot hold.
     fmt::print("{}\n", analysis::report_json(r, reader.header(), out)
                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else if (o.csv && ro.by_phase) {
+    fmt::print("{}", analysis::phases_csv(analysis::phases_json(r, reader.header())));
   } else if (o.csv) {
     fmt::print("{}", analysis::report_csv(analysis::report_json(r, reader.header(), out)));
   } else {
@@ -65,7 +68,10 @@ void add_report_command(CLI::App& app) {
   sub->add_option("--window", o->window,
                   "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, 10..20 "
                   "(seconds), 10s.. (either end may be left out); busy time is clipped to END");
-  sub->add_option("--by", o->by, "'process': add per-process totals (top N by bytes)")->check(CLI::IsMember({"process"}));
+  sub->add_option("--by", o->by,
+                  "'process': add per-process totals (top N by bytes); 'phase': add a row per phase of a "
+                  "synthesized trace or of its replay (with --csv: the phase rows only)")
+      ->check(CLI::IsMember({"process", "phase"}));
   sub->add_option("--top", o->top, "Processes shown with --by process")->capture_default_str();
   sub->add_option("--series-csv", o->series_csv, "Write IOPS and MB/s per interval (1 s, coarser on long traces) to FILE");
   sub->footer(
@@ -84,10 +90,18 @@ void add_report_command(CLI::App& app) {
       "  series         IOs by issue time per 1 s; traces longer than 4096 s get coarser (2 s, 4 s, ...).\n"
       "  processes      at most 1024 tracked; with more, the least busy are replaced and figures become\n"
       "                 upper bounds (error_bytes in JSON).\n"
+      "  phases         the phases in the trace header (iotape synth writes them; replay and cut keep them).\n"
+      "                 An IO belongs to a phase by its position in the trace, in a replay result by the\n"
+      "                 source IO it replayed. Per phase: IOPS = IOs / duration, MB/s = bytes / duration,\n"
+      "                 duration = the phase's first issue to its last completion; latency of reads and\n"
+      "                 writes; busy time as above.\n"
       "JSON keys: ios, reads, writes, bytes_read, bytes_written, busy_time_ns, read_busy_time_ns,\n"
       "  write_busy_time_ns, idle_ns, avg_data_rate_MBps {read, write, combined}, latency_ns {OP: count, mean,\n"
       "  p50, p90, p99, p99_9, max}, q2d_ns/d2c_ns/q2c_ns, io_size_pct, io_size_histogram, sequential_pct,\n"
-      "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes, metadata.\n"
+      "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes, metadata, phases [{index, name, pattern,\n"
+      "  block_size, queue_depth, read_pct, sequential_pct, alignment, data, threads, ios, reads, writes,\n"
+      "  bytes_read, bytes_written, duration_ns, busy_time_ns, iops, MBps, mean_latency_ns, p99_latency_ns}]\n"
+      "  (block_size or queue_depth 0: a mix; --csv --by phase prints these keys as columns).\n"
       "Exit status: 0 clean, 2 the trace is damaged (the report stops at the damage); other errors: iotape --help.");
   sub->callback([o] { run_report(*o); });
 }

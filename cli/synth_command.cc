@@ -53,7 +53,9 @@ void add_synth_command(CLI::App& app) {
   sub->add_flag("--list", a->list, "List the built-in profiles");
   sub->footer(
       "Phases of a profile share its length by weight. Completion times come from the profile's nominal device "
-      "model,\nso the queue depths `iotape report` measures are the profile's (see docs/workloads.md).");
+      "model,\nso the queue depths `iotape report` measures are the profile's (see docs/workloads.md). The header "
+      "lists the phases\nwith their parameters, which replay and cut keep: `iotape report --by phase` gives each "
+      "one's figures.");
   sub->callback([a] { run_synth(*a); });
 }
 

@@ -76,6 +76,15 @@ std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std:
   return out;
 }
 
+std::string describe_data(const DataPattern& d) {
+  switch (d.kind) {
+    case DataPattern::Kind::kRandom: return "random";
+    case DataPattern::Kind::kZero: return "zero";
+    case DataPattern::Kind::kCompressible: return fmt::format("compress:{}", d.compress_percent);
+  }
+  return "random";
+}
+
 std::string describe(const ReplayOptions& o) {
   std::string s = fmt::format("timing={} speed={} qd={} max_idle={} events={} fit={} data=",
                               o.timing == Timing::kOriginal ? "original" : "afap", o.speed,
@@ -84,11 +93,7 @@ std::string describe(const ReplayOptions& o) {
                                                             : fmt::format("{}ns", o.effective_max_idle_ns()),
                               o.events == EventTime::kIssue ? "issue" : "queue",
                               o.fit == Fit::kFail ? "fail" : o.fit == Fit::kWrap ? "wrap" : "scale");
-  switch (o.data.kind) {
-    case DataPattern::Kind::kRandom: s += "random"; break;
-    case DataPattern::Kind::kZero: s += "zero"; break;
-    case DataPattern::Kind::kCompressible: s += fmt::format("compress:{}", o.data.compress_percent); break;
-  }
+  s += describe_data(o.data);
   if (o.window.start_ns || o.window.end_ns)
     s += fmt::format(" window={}ns..{}", o.window.start_ns,
                      o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());

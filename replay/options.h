@@ -83,6 +83,7 @@ struct ReplayOptions {
 // throws UsageError naming the bad text.
 DataPattern parse_data(const std::string& text);          // "random", "zero", "compress:PCT"
 std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets);
+std::string describe_data(const DataPattern& d);           // parse_data's inverse
 std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run
 
 }  // namespace iotape::replay

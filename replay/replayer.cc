@@ -160,8 +160,8 @@ constexpr int64_t kLeadNs = 30'000;
 constexpr int64_t kReorderNs = 20'000'000;  // device times: how far the device may reorder submissions
 constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
 
-v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha256, const DeviceTimes* device,
-                              const std::string& user_times_reason) {
+v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, const std::string& source_sha256,
+                              const DeviceTimes* device, const std::string& user_times_reason) {
   v1::TraceHeader h;
   h.set_creator("iotape");
   h.set_creator_version(kVersion);
@@ -192,6 +192,15 @@ v1::TraceHeader result_header(const Prepared& p, const std::string& source_sha25
     m["replay.times"] = "user";
     if (!user_times_reason.empty()) m["replay.times_reason"] = user_times_reason;
   }
+  // The source's phases, as they were: result IOs find theirs by source_index.
+  // A replay result's phases count the positions of its own source: not kept.
+  const std::string data = describe_data(p.options.data);
+  if (source.source() != v1::SOURCE_REPLAY)
+    for (const auto& phase : source.phases()) {
+      v1::Phase* copy = h.add_phases();
+      *copy = phase;
+      copy->set_data(data);
+    }
   return h;
 }
 
@@ -329,7 +338,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;
-  TraceWriter writer(o.result, result_header(p, sha, device.get(), out.user_times_reason), wo);
+  TraceWriter writer(o.result, result_header(p, reader.header(), sha, device.get(), out.user_times_reason), wo);
 
   // Decoding the source and encoding the result run on their own threads.
   BatchQueue<ReplayIo> incoming_q(8);

@@ -14,8 +14,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "stats/histogram.h"
@@ -653,4 +655,188 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
     CHECK(std::abs(busy_ms - ticks_ms) <= 0.05 * ticks_ms);
   }
   CHECK(current_tracer() != "blk");
+}
+
+namespace {
+
+// Per phase, from `iotape cat --format csv` alone: a phase is every IO whose
+// phase key (the index column, or source_index for a replay result) divided
+// by `per_phase` is its number.
+struct CsvPhase {
+  uint64_t ios = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  std::vector<std::pair<int64_t, int64_t>> intervals;
+  double latency_sum = 0;
+};
+
+std::vector<CsvPhase> phases_from_csv(const std::string& trace, size_t phases, uint64_t per_phase, bool by_source) {
+  const auto csv = test::run(test::iotape_binary() + " cat --format csv " + trace);
+  REQUIRE(csv.exit_code == 0);
+  std::istringstream in(csv.output);
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line.rfind("index,device,major,minor,op,flags,offset,length,queue_ns,issue_ns,complete_ns,", 0) == 0);
+  std::vector<CsvPhase> out(phases);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cell;
+    std::stringstream row(line);
+    for (std::string c; std::getline(row, c, ',');) cell.push_back(c);
+    const uint64_t key = std::stoull(cell[by_source ? 16 : 0]);
+    const int64_t issue = std::stoll(cell[9]), complete = std::stoll(cell[10]);
+    REQUIRE(key / per_phase < phases);
+    CsvPhase& p = out[key / per_phase];
+    ++p.ios;
+    p.first = std::min(p.first, issue);
+    p.last = std::max(p.last, complete);
+    p.intervals.emplace_back(issue, complete);
+    p.latency_sum += static_cast<double>(complete - issue);
+  }
+  return out;
+}
+
+// `iotape report --by phase --json` of a database trace of 100 IOs per phase
+// against the profile and the CSV.
+void check_database_phases(const std::string& trace, bool replayed, const std::string& data) {
+  const auto r = test::run(test::iotape_binary() + " report --by phase --json " + trace);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  const auto& phases = j["phases"];
+  REQUIRE(phases.size() == 99);
+  const auto csv = phases_from_csv(trace, 99, 100, replayed);
+  uint64_t ios = 0;
+  for (size_t k = 0; k < 99; ++k) {
+    const auto& p = phases[k];
+    INFO("phase " << k << ": " << p.dump());
+    // The database profile: 8 KiB random, QD 1..256 by powers of two, each at read 0..100% by tens.
+    CHECK(p["name"] == fmt::format("qd={} read={}", 1 << (k / 11), k % 11 * 10));
+    CHECK(p["pattern"] == "database");
+    CHECK(p["block_size"] == 8192);
+    CHECK(p["queue_depth"] == 1 << (k / 11));
+    CHECK(p["read_pct"].get<double>() == k % 11 * 10);
+    CHECK(p["alignment"] == 4096);
+    CHECK(p["data"] == data);
+    const CsvPhase& c = csv[k];
+    CHECK(p["ios"] == c.ios);
+    CHECK(p["reads"].get<uint64_t>() + p["writes"].get<uint64_t>() == c.ios);
+    if (k % 11 == 0) CHECK(p["reads"] == 0);
+    if (k % 11 == 10) CHECK(p["writes"] == 0);
+    ios += p["ios"].get<uint64_t>();
+    const double seconds = static_cast<double>(c.last - c.first) / 1e9;
+    CHECK(p["duration_ns"] == c.last - c.first);
+    CHECK(p["iops"].get<double>() == Approx(static_cast<double>(c.ios) / seconds).margin(0.001));
+    CHECK(p["MBps"].get<double>() == Approx(c.ios * 8192 / 1e6 / seconds).margin(0.001));
+    CHECK(p["busy_time_ns"] == union_ns(c.intervals));
+    CHECK(p["mean_latency_ns"].get<double>() == Approx(c.latency_sum / static_cast<double>(c.ios)).margin(0.5));  // whole ns
+  }
+  CHECK(ios == j["ios"].get<uint64_t>());
+}
+
+// The values table under a chart of the compare page, by the chart's title:
+// drive -> cells.
+std::map<std::string, std::vector<std::string>> chart_values(const std::string& page, const std::string& title) {
+  std::map<std::string, std::vector<std::string>> rows;
+  const size_t at = page.find("aria-label=\"" + title + "\"");
+  if (at == std::string::npos) return rows;
+  const size_t table = page.find("<table class=\"values\">", at);
+  const size_t end = page.find("</table>", table);
+  const std::regex row("<tr><td>([^<]*)</td>((?:<td>[^<]*</td>)*)</tr>"), cell("<td>([^<]*)</td>");
+  const std::string body = page.substr(table, end - table);
+  for (std::sregex_iterator r(body.begin(), body.end(), row), e; r != e; ++r) {
+    const std::string cells = (*r)[2];
+    auto& v = rows[(*r)[1]];
+    for (std::sregex_iterator c(cells.begin(), cells.end(), cell); c != e; ++c) v.push_back((*c)[1]);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("report --by phase on a synthesized database trace matches the profile and the CSV") {
+  test::TempDir dir;
+  const std::string trace = dir.file("db.iot");
+  REQUIRE(test::run(test::iotape_binary() + " synth database --ios 9900 --span 1GiB -o " + trace).exit_code == 0);
+  check_database_phases(trace, false, "");
+
+  // Text and CSV show the same phases.
+  const auto text = test::run(test::iotape_binary() + " report --by phase " + trace);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("qd=256 read=100") != std::string::npos);
+  const auto csv = test::run(test::iotape_binary() + " report --by phase --csv " + trace);
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.output.rfind("index,name,pattern,block_size,queue_depth,read_pct,", 0) == 0);
+  CHECK(std::count(csv.output.begin(), csv.output.end(), '\n') == 100);
+  // A trace without phases says so.
+  const std::string plain = dir.file("plain.iot");
+  write_result(plain, "w", "d", 10, 1000);
+  const auto none = test::run(test::iotape_binary() + " report --by phase --json " + plain);
+  REQUIRE(none.exit_code == 0);
+  CHECK(nlohmann::json::parse(none.output)["phases"].empty());
+}
+
+TEST_CASE("a database trace replayed on two loop devices: report --by phase and the compare charts", "[root][loop]") {
+  if (!test::require_root("replay onto loop devices")) return;
+  test::TempDir dir;
+  const std::string trace = dir.file("db.iot");
+  REQUIRE(test::run(test::iotape_binary() + " synth database --ios 9900 --span 256MiB -o " + trace).exit_code == 0);
+  std::vector<std::string> results;
+  for (const char* name : {"a", "b"}) {
+    test::LoopDevice loop(256ull << 20);
+    results.push_back(dir.file(fmt::format("{}.iot", name)));
+    const auto r = test::run(test::iotape_binary() + " replay " + trace + " --target " + loop.path() + " -o " +
+                             results.back() + " --timing afap --allow-write" + (name[0] == 'b' ? " --data zero" : ""));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  check_database_phases(results[0], true, "random");
+  check_database_phases(results[1], true, "zero");
+
+  // A cut of a result keeps the phases of the IOs it keeps, still by source_index.
+  const std::string cut = dir.file("cut.iot");
+  REQUIRE(test::run(test::iotape_binary() + " cut " + results[0] + " -o " + cut + " --window 0.01..0.03").exit_code == 0);
+  const auto cj = nlohmann::json::parse(test::run(test::iotape_binary() + " report --by phase --json " + cut).output);
+  REQUIRE(cj["phases"].size() > 0);
+  CHECK(cj["phases"].size() < 99);
+  uint64_t cut_ios = 0;
+  for (const auto& p : cj["phases"]) {
+    CHECK(p["ios"].get<uint64_t>() > 0);
+    CHECK(p["data"] == "random");
+    cut_ios += p["ios"].get<uint64_t>();
+  }
+  CHECK(cut_ios == cj["ios"].get<uint64_t>());
+
+  const std::string html = dir.file("compare.html");
+  const auto c = test::run(test::iotape_binary() + " compare " + results[0] + " " + results[1] +
+                           " --label 'database/loop A' --label 'database/loop B' --html " + html + " --json");
+  REQUIRE(c.exit_code == 0);
+  // 11 charts against queue depth (one per read share), 9 against read share (one per depth).
+  size_t charts = 0;
+  const std::string page = test::read_file(html);
+  for (size_t at = page.find("<figure id=\"phases_"); at != std::string::npos; at = page.find("<figure id=\"phases_", at + 1))
+    ++charts;
+  CHECK(charts == 20);
+  if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the compare page")) return;
+  const auto dom = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom file://" + html +
+                             " 2>/dev/null");
+  REQUIRE(dom.exit_code == 0);
+  std::vector<nlohmann::json> reports;
+  for (const auto& r : results)
+    reports.push_back(nlohmann::json::parse(test::run(test::iotape_binary() + " report --by phase --json " + r).output));
+  for (int read : {0, 30, 100}) {
+    const auto rows = chart_values(dom.output, fmt::format("IOPS vs queue depth, database: read {}%, 8K", read));
+    INFO("read " << read);
+    REQUIRE(rows.size() == 2);
+    for (size_t d = 0; d < 2; ++d) {
+      const auto& cells = rows.at(d == 0 ? "loop A" : "loop B");
+      REQUIRE(cells.size() == 9);  // QD 1, 2, 4 ... 256
+      for (size_t q = 0; q < 9; ++q)
+        CHECK(cells[q] == fmt::format("{:.0f}", reports[d]["phases"][q * 11 + read / 10]["iops"].get<double>()));
+    }
+  }
+  const auto rows = chart_values(dom.output, "IOPS vs read share, database: QD16, 8K");
+  REQUIRE(rows.size() == 2);
+  for (size_t r = 0; r < 11; ++r)
+    CHECK(rows.at("loop B")[r] == fmt::format("{:.0f}", reports[1]["phases"][4 * 11 + r]["iops"].get<double>()));
+  // Drives keep their colours: loop A the first of the palette, loop B the second.
+  CHECK(page.find("stroke=\"#0072B2\"") != std::string::npos);
+  CHECK(page.find("stroke=\"#E69F00\"") != std::string::npos);
 }

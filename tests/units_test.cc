@@ -117,6 +117,19 @@ TEST_CASE("sizes: bytes, binary K M G T and KiB.., decimal kB MB GB TB, KB binar
   check_values(units::parse_size, table);
 }
 
+TEST_CASE("sizes are written back in the largest whole binary unit, and read back") {
+  CHECK(units::format_size(0) == "0");
+  CHECK(units::format_size(512) == "512");
+  CHECK(units::format_size(1536) == "1536");
+  CHECK(units::format_size(8192) == "8K");
+  CHECK(units::format_size(1536 * 1024) == "1536K");
+  CHECK(units::format_size(1 << 20) == "1M");
+  CHECK(units::format_size(16ull << 30) == "16G");
+  CHECK(units::format_size(3ull << 50) == "3072T");
+  for (uint64_t v : {1ull, 512ull, 4096ull, 1ull << 20, 12345ull << 10, 5ull << 40})
+    CHECK(units::parse_size(units::format_size(v), "x") == v);
+}
+
 TEST_CASE("sizes: rejections name the option and the forms") {
   check_rejected(units::parse_size, "--rotate-size", "size",
                  {"-1G", "1x", "", "G", "1Gb", "1gb", "1 G", "1e3", "1KIB"},

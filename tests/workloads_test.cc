@@ -112,6 +112,105 @@ TEST_CASE("synth: fixed-depth patterns keep their queue depth and read share per
   CHECK(r.duration_ns() < 10'001'000'000);
 }
 
+namespace {
+
+// Every IO of a trace, with its position.
+std::vector<Io> all_ios(const std::string& path) {
+  TraceReader reader(path);
+  std::vector<Io> out;
+  Io io;
+  while (reader.next(io)) {
+    io.comm = {};
+    out.push_back(io);
+  }
+  return out;
+}
+
+int64_t end_of(const Io& io) { return io.has_complete() ? io.complete_ns : io.issue_ns; }
+
+// The header's phases against the IOs: they tile the trace in order, each
+// spans exactly its IOs' times, and each starts after the previous one ended.
+void check_phase_spans(const std::string& path) {
+  const v1::TraceHeader h = TraceReader(path).header();
+  const auto ios = all_ios(path);
+  uint64_t next = 0;
+  for (int k = 0; k < h.phases_size(); ++k) {
+    const v1::Phase& p = h.phases(k);
+    INFO("phase " << k << " " << p.name());
+    CHECK(p.first_index() == next);
+    next = p.first_index() + p.ios();
+    REQUIRE(next <= ios.size());
+    if (p.ios() == 0) continue;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (uint64_t i = p.first_index(); i < next; ++i) {
+      first = std::min(first, ios[i].issue_ns);
+      last = std::max(last, end_of(ios[i]));
+      if (p.block_size()) CHECK(ios[i].length == p.block_size());
+      if (p.read_share() == 0) CHECK(ios[i].op == Op::kWrite);
+      if (p.read_share() == 1) CHECK(ios[i].op == Op::kRead);
+    }
+    CHECK(p.start_ns() == first);
+    CHECK(p.end_ns() == last);
+    if (k > 0) CHECK(p.start_ns() >= h.phases(k - 1).end_ns());
+  }
+  CHECK(next == ios.size());
+}
+
+}  // namespace
+
+TEST_CASE("synth records its phases in the header, cut keeps them clipped", "[synth][cut]") {
+  TempDir dir;
+  // Lengths in IOs: database, 99 phases of 50 IOs.
+  const std::string db = dir.file("db.iot");
+  must_run(fmt::format("synth database -o {} --ios 4950 --span 1GiB", db));
+  {
+    const v1::TraceHeader h = TraceReader(db).header();
+    REQUIRE(h.phases_size() == 99);
+    for (int k = 0; k < 99; ++k) {
+      const v1::Phase& p = h.phases(k);
+      INFO("phase " << k << " " << p.name());
+      // The profile sweeps QD 1..256 (slowest: sweep keys go in name order) and read 0..100%.
+      CHECK(p.name() == fmt::format("qd={} read={}", 1 << (k / 11), k % 11 * 10));
+      CHECK(p.pattern() == "database");
+      CHECK(p.read_share() == Approx((k % 11) / 10.0));
+      CHECK(p.queue_depth() == 1u << (k / 11));
+      CHECK(p.block_size() == 8192);
+      CHECK(p.alignment() == 4096);
+      CHECK(p.threads() == 1);
+      CHECK(p.data().empty());
+      CHECK(p.ios() == 50);
+    }
+  }
+  check_phase_spans(db);
+
+  // Lengths in time: seq-steps, 18 phases of 0.1 s.
+  const std::string steps = dir.file("steps.iot");
+  must_run(fmt::format("synth seq-steps -o {} --duration 1.8s --span 1GiB", steps));
+  const v1::TraceHeader sh = TraceReader(steps).header();
+  REQUIRE(sh.phases_size() == 18);
+  for (int k = 0; k < 18; ++k) {
+    CHECK(sh.phases(k).block_size() == 4096u << (k % 9));
+    CHECK(sh.phases(k).queue_depth() == 4);
+    CHECK(sh.phases(k).sequential() == 1);
+    CHECK(sh.phases(k).read_share() == (k < 9 ? 1 : 0));
+  }
+  check_phase_spans(steps);
+
+  // A cut from 0.25 s to 0.95 s: phases 2 (its end) to 9 (its start), renumbered.
+  const std::string cut = dir.file("cut.iot");
+  must_run(fmt::format("cut {} -o {} --window 0.25..0.95", steps, cut));
+  const v1::TraceHeader ch = TraceReader(cut).header();
+  REQUIRE(ch.phases_size() == 8);
+  for (int k = 0; k < ch.phases_size(); ++k) {
+    INFO("phase " << k);
+    CHECK(ch.phases(k).name() == sh.phases(k + 2).name());
+    // Phases 3..8 lie within the window: kept whole; 2 and 9 clipped.
+    if (k == 0 || k == 7) CHECK(ch.phases(k).ios() < sh.phases(k + 2).ios());
+    else CHECK(ch.phases(k).ios() == sh.phases(k + 2).ios());
+  }
+  check_phase_spans(cut);
+}
+
 TEST_CASE("synth: a profile file in the documented format", "[synth]") {
   TempDir dir;
   const std::string profile = dir.file("mine.json");

@@ -109,4 +109,14 @@ Window parse_window(std::string_view text, std::string_view what) {
   return w;
 }
 
+std::string format_size(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
+  size_t u = 0;
+  while (u + 1 < std::size(kUnits) && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + kUnits[u];
+}
+
 }  // namespace iotape::units

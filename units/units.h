@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace iotape::units {
@@ -46,5 +47,9 @@ struct Window {
 };
 
 Window parse_window(std::string_view text, std::string_view what);
+
+// A size as profiles write it, in the largest binary unit that keeps it a
+// whole number: "512", "4K", "1M", "1536" (parse_size reads it back).
+std::string format_size(uint64_t bytes);
 
 }  // namespace iotape::units

@@ -10,6 +10,7 @@
 
 #include "analysis/accumulators.h"
 #include "traces/error.h"
+#include "traces/phases.h"
 #include "traces/writer.h"
 
 namespace iotape::workloads {
@@ -44,6 +45,81 @@ nlohmann::ordered_json to_json(const std::vector<ChosenWindow>& chosen) {
                    {"ios", c.activity.ios},
                    {"why", c.why}});
   return out;
+}
+
+// Calls emit(out, in) for every IO the cut writes, in order: `out` is `in`
+// with its output times. Returns the idle time cut away.
+template <class Emit>
+int64_t play_windows(TraceReader& reader, const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin,
+                     Emit emit) {
+  int64_t removed = 0;
+  // Output time = input time - shift; the shift grows by every idle gap's excess over max_idle.
+  int64_t shift = kNoTime;
+  int64_t done = kNoTime;  // latest completion written, output time
+  for (const auto& c : chosen) {
+    const int64_t lo = c.activity.start_ns, hi = c.activity.end_ns;
+    reader.seek_time(origin + lo);
+    Io io;
+    while (reader.next(io)) {
+      const int64_t t = io.issue_ns - origin;
+      if (t >= hi) break;
+      if (t < lo || !selected(io, o.filter, reader.header())) continue;
+      if (shift == kNoTime) shift = io.issue_ns, done = 0;
+      int64_t issue = io.issue_ns - shift;
+      if (issue > done + o.max_idle_ns) {
+        const int64_t excess = issue - done - o.max_idle_ns;
+        shift += excess;
+        issue -= excess;
+        removed += excess;
+      }
+      Io out = io;
+      out.issue_ns = issue;
+      if (io.has_queue()) out.queue_ns = io.queue_ns - shift;
+      if (io.has_complete()) out.complete_ns = io.complete_ns - shift;
+      done = std::max(done, end_of(out));
+      emit(out, io);
+    }
+  }
+  return removed;
+}
+
+// The input's phases that have IOs in the cut, clipped to them (docs/format.md,
+// "Phases"). A replay result's IOs keep their source_index, and its phases
+// their source's times; other phases are renumbered to positions and times of
+// the output. Reads the chosen windows once more.
+std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin) {
+  TraceReader reader(o.traces);
+  const v1::TraceHeader& h = reader.header();
+  const PhaseMap map(h);
+  const bool replayed = h.source() == v1::SOURCE_REPLAY;
+  std::vector<v1::Phase> phases(h.phases().begin(), h.phases().end());
+  std::vector<bool> seen(phases.size(), false);
+  uint64_t position = 0;
+  play_windows(reader, o, chosen, origin, [&](const Io& out, const Io& in) {
+    const int k = replayed ? map.of(in, 0) : map.at_time(in.issue_ns);
+    const uint64_t at = replayed ? static_cast<uint64_t>(in.source_index) : position;
+    ++position;
+    if (k < 0) return;
+    v1::Phase& p = phases[static_cast<size_t>(k)];
+    if (!seen[k]) {
+      seen[k] = true;
+      p.set_first_index(at);
+      p.set_ios(1);
+      if (!replayed) {
+        p.set_start_ns(out.issue_ns);
+        p.set_end_ns(end_of(out));
+      }
+      return;
+    }
+    const uint64_t first = std::min(p.first_index(), at);
+    p.set_ios(std::max(p.first_index() + p.ios(), at + 1) - first);
+    p.set_first_index(first);
+    if (!replayed) p.set_end_ns(std::max(p.end_ns(), end_of(out)));
+  });
+  std::vector<v1::Phase> kept;
+  for (size_t k = 0; k < phases.size(); ++k)
+    if (seen[k]) kept.push_back(std::move(phases[k]));
+  return kept;
 }
 
 }  // namespace
@@ -183,36 +259,15 @@ CutResult cut(const CutOptions& o) {
   meta["cut.source"] = sources;
   const std::string workload = meta.count("workload") ? meta["workload"] : std::string("trace");
   meta["workload"] = fmt::format("{} ({} cut)", workload, mode);
-  TraceWriter writer(o.out, h);
-
-  // Output time = input time - shift; the shift grows by every idle gap's excess over max_idle.
-  int64_t shift = kNoTime;
-  int64_t done = kNoTime;  // latest completion written, output time
-  for (const auto& c : result.chosen) {
-    const int64_t lo = c.activity.start_ns, hi = c.activity.end_ns;
-    reader.seek_time(origin + lo);
-    Io io;
-    while (reader.next(io)) {
-      const int64_t t = io.issue_ns - origin;
-      if (t >= hi) break;
-      if (t < lo || !selected(io, o.filter, reader.header())) continue;
-      if (shift == kNoTime) shift = io.issue_ns, done = 0;
-      int64_t issue = io.issue_ns - shift;
-      if (issue > done + o.max_idle_ns) {
-        const int64_t excess = issue - done - o.max_idle_ns;
-        shift += excess;
-        issue -= excess;
-        result.removed_idle_ns += excess;
-      }
-      Io out = io;
-      out.issue_ns = issue;
-      if (io.has_queue()) out.queue_ns = io.queue_ns - shift;
-      if (io.has_complete()) out.complete_ns = io.complete_ns - shift;
-      done = std::max(done, end_of(out));
-      writer.append(out);
-      ++result.ios;
-    }
+  if (h.phases_size() > 0) {
+    h.clear_phases();
+    for (auto& p : clipped_phases(o, result.chosen, origin)) *h.add_phases() = std::move(p);
   }
+  TraceWriter writer(o.out, h);
+  result.removed_idle_ns = play_windows(reader, o, result.chosen, origin, [&](const Io& out, const Io&) {
+    writer.append(out);
+    ++result.ios;
+  });
   writer.close();
   return result;
 }

@@ -60,14 +60,46 @@ DepthMix depth_mix(const Phase& p) {
   return mix;
 }
 
+// Where a phase's IOs lie in the trace (v1::Phase's first_index .. end_ns).
+struct PhaseSpan {
+  uint64_t first_index = 0;
+  uint64_t ios = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// The parameters of a phase as the header records them (0 where it has several values).
+v1::Phase phase_record(const Profile& prof, const Phase& p, const PhaseSpan& at) {
+  v1::Phase r;
+  r.set_name(p.name);
+  r.set_pattern(prof.name);
+  r.set_first_index(at.first_index);
+  r.set_ios(at.ios);
+  r.set_start_ns(at.start_ns);
+  r.set_end_ns(at.end_ns);
+  if (p.sizes.size() == 1 && p.sizes[0].low == p.sizes[0].high) r.set_block_size(p.sizes[0].low);
+  const DepthMix mix = depth_mix(p);
+  if (mix.depths.size() == 1) r.set_queue_depth(static_cast<uint32_t>(mix.depths[0]));
+  r.set_read_share(p.read_share);
+  // As issue_one aligns: 4 KiB when every size the phase draws is a multiple of it.
+  bool whole_pages = true;
+  for (const auto& s : p.sizes) whole_pages &= s.low == s.high && s.low % 4096 == 0;
+  r.set_alignment(whole_pages ? 4096 : 512);
+  r.set_sequential(p.sequential);
+  r.set_threads(p.threads);
+  return r;
+}
+
 class Generator {
  public:
-  Generator(const Profile& prof, uint64_t span, uint64_t seed, TraceWriter& out)
+  // Without `out` the IOs are only counted: a dry run that finds the phases' spans.
+  Generator(const Profile& prof, uint64_t span, uint64_t seed, TraceWriter* out)
       : prof_(prof), span_(span), rng_(seed), out_(out) {}
 
   // Plays `phase` until `ios` more IOs were written or trace time reaches `until_ns`.
   void play(const Phase& phase, uint64_t ios, int64_t until_ns) {
     phase_ = &phase;
+    spans_.push_back({written_, 0, 0, 0});
     std::vector<double> size_weights;
     for (const auto& s : phase.sizes) size_weights.push_back(s.weight);
     const Picker sizes(size_weights);
@@ -106,6 +138,7 @@ class Generator {
 
   uint64_t written() const { return written_; }
   int64_t now() const { return now_; }
+  const std::vector<PhaseSpan>& spans() const { return spans_; }
 
  private:
   int64_t issue_one(int64_t issue, uint64_t depth, const Picker& sizes) {
@@ -132,7 +165,10 @@ class Generator {
     io.complete_ns = issue + service;
     io.pid = thread + 1;
     io.comm = "synth";
-    out_.append(io);
+    if (out_) out_->append(io);
+    PhaseSpan& at = spans_.back();
+    if (at.ios++ == 0) at.start_ns = io.issue_ns;
+    at.end_ns = std::max(at.end_ns, io.complete_ns);
     ++written_;
     return io.complete_ns;
   }
@@ -140,8 +176,9 @@ class Generator {
   const Profile& prof_;
   uint64_t span_;
   Rng rng_;
-  TraceWriter& out_;
+  TraceWriter* out_;
   const Phase* phase_ = nullptr;
+  std::vector<PhaseSpan> spans_;
   uint64_t zone_ = 0;
   std::vector<uint64_t> cursor_;  // [thread][read, write]: where a sequential IO continues
   uint64_t written_ = 0;
@@ -176,22 +213,30 @@ SynthResult synthesize(const Profile& prof, const SynthOptions& o, const std::st
   (*h.mutable_metadata())["workload"] = prof.name;
   h.set_source_detail(fmt::format("synth:{} seed={} span={} {}", prof.name, o.seed, span,
                                   ios ? fmt::format("ios={}", ios) : fmt::format("duration_ns={}", duration)));
-  TraceWriter writer(out, h);
 
-  Generator gen(prof, span, o.seed, writer);
-  double total_weight = 0;
-  for (const auto& p : prof.phases) total_weight += p.weight;
-  double before = 0;  // weight of the phases already played
-  for (const auto& p : prof.phases) {
-    const double share_end = (before += p.weight) / total_weight;
-    // Budgets from the cumulative share, so rounding never loses an IO or a nanosecond.
-    if (ios) {
-      const auto end = static_cast<uint64_t>(std::llround(share_end * static_cast<double>(ios)));
-      gen.play(p, end - std::min(end, gen.written()), INT64_MAX);
-    } else {
-      gen.play(p, UINT64_MAX, static_cast<int64_t>(std::llround(share_end * static_cast<double>(duration))));
+  auto generate = [&](TraceWriter* writer) {
+    Generator gen(prof, span, o.seed, writer);
+    double total_weight = 0;
+    for (const auto& p : prof.phases) total_weight += p.weight;
+    double before = 0;  // weight of the phases already played
+    for (const auto& p : prof.phases) {
+      const double share_end = (before += p.weight) / total_weight;
+      // Budgets from the cumulative share, so rounding never loses an IO or a nanosecond.
+      if (ios) {
+        const auto end = static_cast<uint64_t>(std::llround(share_end * static_cast<double>(ios)));
+        gen.play(p, end - std::min(end, gen.written()), INT64_MAX);
+      } else {
+        gen.play(p, UINT64_MAX, static_cast<int64_t>(std::llround(share_end * static_cast<double>(duration))));
+      }
     }
-  }
+    return gen;
+  };
+  // The header, written before the IOs, records where every phase lies: a
+  // dry run (the same seed gives the same IOs) finds out.
+  const Generator dry = generate(nullptr);
+  for (size_t i = 0; i < prof.phases.size(); ++i) *h.add_phases() = phase_record(prof, prof.phases[i], dry.spans()[i]);
+  TraceWriter writer(out, h);
+  const Generator gen = generate(&writer);
   writer.close();
   return {gen.written(), gen.now()};
 }
