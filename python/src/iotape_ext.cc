@@ -4,9 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,10 +41,56 @@ constexpr std::array<const char*, kColCount> kColNames = {
 
 // ---------------------------------------------------------------- exported arrays
 
+// Column buffers are recycled: fresh ones of a chunk's size come from mmap
+// and cost a page fault and a zeroed page per 4 KiB, more than filling them.
+// Freed buffers wait here (up to kPoolBytes) for the next chunk's columns;
+// pyarrow may free on any thread.
+class BufferPool {
+ public:
+  static constexpr size_t kPoolBytes = 64u << 20;
+  void* get(size_t bytes) {
+    const size_t size = rounded(bytes);
+    {
+      std::lock_guard lock(mutex_);
+      auto& list = free_[size];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        pooled_ -= size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void put(void* p, size_t bytes) {
+    const size_t size = rounded(bytes);
+    std::lock_guard lock(mutex_);
+    if (pooled_ + size > kPoolBytes) {
+      std::free(p);
+      return;
+    }
+    free_[size].push_back(p);
+    pooled_ += size;
+  }
+
+ private:
+  static size_t rounded(size_t bytes) { return std::max<size_t>(64, std::bit_ceil(bytes)); }
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t pooled_ = 0;
+};
+
+BufferPool& pool() {
+  static auto* p = new BufferPool;  // never destroyed: batches may outlive module teardown
+  return *p;
+}
+
 // Memory behind one exported array (buffers, children, dictionary); freed by
 // its release callback, which pyarrow calls when the last reference goes.
 struct ArrayOwner {
-  std::vector<void*> allocations;
+  std::vector<std::pair<void*, size_t>> allocations;
   std::vector<const void*> buffers;
   std::vector<ArrowArray*> children;
   ArrowArray* dictionary = nullptr;
@@ -56,15 +106,14 @@ void release_array(ArrowArray* a) {
     if (owner->dictionary->release) owner->dictionary->release(owner->dictionary);
     delete owner->dictionary;
   }
-  for (void* p : owner->allocations) std::free(p);
+  for (auto [p, bytes] : owner->allocations) pool().put(p, bytes);
   delete owner;
   a->release = nullptr;
 }
 
 void* alloc_buffer(ArrayOwner& o, size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-  if (!p) throw std::bad_alloc();
-  o.allocations.push_back(p);
+  void* p = pool().get(bytes);
+  o.allocations.emplace_back(p, bytes);
   return p;
 }
 
@@ -115,28 +164,38 @@ ArrowSchema* new_schema(std::string format, std::string name, bool nullable, Arr
   return s;
 }
 
-// A fixed-width column being filled, with a validity bitmap made on the first null.
+// A fixed-width column being filled. Nullable columns get a validity bitmap,
+// written 8 rows to a byte without branches, and dropped when nothing is null.
 template <typename T>
 struct FixedColumn {
   ArrayOwner* owner = nullptr;
   T* values = nullptr;
   uint8_t* validity = nullptr;
   int64_t nulls = 0;
-  size_t capacity = 0;
 
-  void start(size_t n) {
+  void start(size_t n, bool nullable = false) {
     owner = new ArrayOwner;
-    capacity = n;
     values = static_cast<T*>(alloc_buffer(*owner, n * sizeof(T)));
+    if (nullable) validity = static_cast<uint8_t*>(alloc_buffer(*owner, (n + 7) / 8));
   }
-  void set_null(size_t i) {
-    if (!validity) {
-      validity = static_cast<uint8_t*>(alloc_buffer(*owner, (capacity + 7) / 8));
-      std::memset(validity, 0xff, (capacity + 7) / 8);
+  // Rows [b, e) (b a multiple of 8): get(io) is the value, known(io) whether there is one.
+  template <typename Get>
+  void fill(const Io* ios, size_t b, size_t e, Get get) {
+    for (size_t r = b; r < e; ++r) values[r] = static_cast<T>(get(ios[r]));
+  }
+  template <typename Get, typename Known>
+  void fill(const Io* ios, size_t b, size_t e, Get get, Known known) {
+    for (size_t r = b; r < e; r += 8) {
+      const size_t m = std::min<size_t>(8, e - r);
+      unsigned byte = 0;
+      for (size_t k = 0; k < m; ++k) {
+        const bool ok = known(ios[r + k]);
+        values[r + k] = ok ? static_cast<T>(get(ios[r + k])) : T{};
+        byte |= static_cast<unsigned>(ok) << k;
+        nulls += !ok;
+      }
+      validity[r / 8] = static_cast<uint8_t>(byte);
     }
-    validity[i / 8] &= static_cast<uint8_t>(~(1u << (i % 8)));
-    values[i] = 0;
-    ++nulls;
   }
   ArrowArray* finish(size_t length, ArrowArray* dictionary = nullptr) {
     owner->buffers = {nulls ? validity : nullptr, values};
@@ -352,8 +411,9 @@ class Reader {
       index_ += batch.size();
       std::vector<uint32_t> rows;
       bool all = true;
-      for (const Io& io : batch)
-        if (io.issue_ns < start || io.issue_ns >= end) all = false;
+      if (start != kNoTime || end != std::numeric_limits<int64_t>::max())
+        for (const Io& io : batch)
+          if (io.issue_ns < start || io.issue_ns >= end) all = false;
       if (!all) {
         for (uint32_t i = 0; i < batch.size(); ++i)
           if (batch[i].issue_ns >= start && batch[i].issue_ns < end) rows.push_back(i);
@@ -371,6 +431,13 @@ class Reader {
                     const std::vector<int>& cols) {
     bool want[kColCount] = {};
     for (int c : cols) want[c] = true;
+    // A window's rows are copied out, so the loops below see contiguous IOs.
+    std::vector<Io> picked;
+    if (rows) {
+      picked.reserve(rows->size());
+      for (uint32_t i : *rows) picked.push_back(batch[i]);
+    }
+    const Io* ios = rows ? picked.data() : batch.data();
     const size_t n = rows ? rows->size() : batch.size();
     const auto& devices = reader_.header().devices();
 
@@ -379,20 +446,20 @@ class Reader {
     FixedColumn<int8_t> op;
     if (want[kIndex]) index.start(n);
     if (want[kDevice]) device.start(n);
-    if (want[kDeviceName]) device_name.start(n);
+    if (want[kDeviceName]) device_name.start(n, true);
     if (want[kOp]) op.start(n);
     if (want[kFlags]) flags.start(n);
     if (want[kOffset]) offset.start(n);
     if (want[kLength]) length.start(n);
-    if (want[kQueue]) queue.start(n);
+    if (want[kQueue]) queue.start(n, true);
     if (want[kIssue]) issue.start(n);
-    if (want[kComplete]) complete.start(n);
+    if (want[kComplete]) complete.start(n, true);
     if (want[kStatus]) status.start(n);
-    if (want[kPid]) pid.start(n);
-    if (want[kComm]) comm.start(n);
-    if (want[kCpu]) cpu.start(n);
-    if (want[kCgroup]) cgroup.start(n);
-    if (want[kSourceIndex]) source.start(n);
+    if (want[kPid]) pid.start(n, true);
+    if (want[kComm]) comm.start(n, true);
+    if (want[kCpu]) cpu.start(n, true);
+    if (want[kCgroup]) cgroup.start(n, true);
+    if (want[kSourceIndex]) source.start(n, true);
 
     // Dictionaries: device names (distinct, since pandas categories must be)
     // by device index, and the process names met in this chunk.
@@ -411,59 +478,45 @@ class Reader {
     std::unordered_map<std::string_view, int32_t> comm_code;
     const char* last_comm = nullptr;
     int32_t last_code = -1;
+    auto comm_index = [&](const Io& io) {
+      if (io.comm.data() != last_comm) {  // most IOs come from the process of the IO before
+        auto [it, added] = comm_code.emplace(io.comm, static_cast<int32_t>(comm_names.size()));
+        if (added) comm_names.push_back(valid_utf8(io.comm));
+        last_comm = io.comm.data();
+        last_code = it->second;
+      }
+      return last_code;
+    };
 
-    for (size_t r = 0; r < n; ++r) {
-      const size_t i = rows ? (*rows)[r] : r;
-      const Io& io = batch[i];
-      if (want[kIndex]) index.values[r] = static_cast<int64_t>(first + i);
-      if (want[kDevice]) device.values[r] = static_cast<int32_t>(io.device);
-      if (want[kDeviceName]) {
-        if (io.device < device_code.size()) device_name.values[r] = device_code[io.device];
-        else device_name.set_null(r);
-      }
-      if (want[kOp]) op.values[r] = static_cast<int8_t>(io.op);
-      if (want[kFlags]) flags.values[r] = static_cast<int32_t>(io.flags);
-      if (want[kOffset]) offset.values[r] = static_cast<int64_t>(io.offset);
-      if (want[kLength]) length.values[r] = static_cast<int64_t>(io.length);
-      if (want[kQueue]) {
-        if (io.has_queue()) queue.values[r] = io.queue_ns;
-        else queue.set_null(r);
-      }
-      if (want[kIssue]) issue.values[r] = io.issue_ns;
-      if (want[kComplete]) {
-        if (io.has_complete()) complete.values[r] = io.complete_ns;
-        else complete.set_null(r);
-      }
-      if (want[kStatus]) status.values[r] = io.status;
-      if (want[kPid]) {
-        if (io.pid) pid.values[r] = static_cast<int32_t>(io.pid);
-        else pid.set_null(r);
-      }
-      if (want[kComm]) {
-        if (io.comm.empty()) {
-          comm.set_null(r);
-        } else {
-          if (io.comm.data() != last_comm) {
-            auto [it, added] = comm_code.emplace(io.comm, static_cast<int32_t>(comm_names.size()));
-            if (added) comm_names.push_back(valid_utf8(io.comm));
-            last_comm = io.comm.data();
-            last_code = it->second;
-          }
-          comm.values[r] = last_code;
-        }
-      }
-      if (want[kCpu]) {
-        if (io.cpu >= 0) cpu.values[r] = io.cpu;
-        else cpu.set_null(r);
-      }
-      if (want[kCgroup]) {
-        if (io.cgroup) cgroup.values[r] = static_cast<int64_t>(io.cgroup);
-        else cgroup.set_null(r);
-      }
-      if (want[kSourceIndex]) {
-        if (io.source_index >= 0) source.values[r] = io.source_index;
-        else source.set_null(r);
-      }
+    // Column by column over blocks of rows that stay in cache.
+    constexpr size_t kBlock = 256;
+    for (size_t b = 0; b < n; b += kBlock) {
+      const size_t e = std::min(n, b + kBlock);
+      if (want[kIndex])
+        for (size_t r = b; r < e; ++r) index.values[r] = static_cast<int64_t>(first + (rows ? (*rows)[r] : r));
+      if (want[kDevice]) device.fill(ios, b, e, [](const Io& io) { return io.device; });
+      if (want[kDeviceName])
+        device_name.fill(ios, b, e, [&](const Io& io) { return device_code[io.device]; },
+                         [&](const Io& io) { return io.device < device_code.size(); });
+      if (want[kOp]) op.fill(ios, b, e, [](const Io& io) { return io.op; });
+      if (want[kFlags]) flags.fill(ios, b, e, [](const Io& io) { return io.flags; });
+      if (want[kOffset]) offset.fill(ios, b, e, [](const Io& io) { return io.offset; });
+      if (want[kLength]) length.fill(ios, b, e, [](const Io& io) { return io.length; });
+      if (want[kQueue])
+        queue.fill(ios, b, e, [](const Io& io) { return io.queue_ns; }, [](const Io& io) { return io.has_queue(); });
+      if (want[kIssue]) issue.fill(ios, b, e, [](const Io& io) { return io.issue_ns; });
+      if (want[kComplete])
+        complete.fill(ios, b, e, [](const Io& io) { return io.complete_ns; },
+                      [](const Io& io) { return io.has_complete(); });
+      if (want[kStatus]) status.fill(ios, b, e, [](const Io& io) { return io.status; });
+      if (want[kPid]) pid.fill(ios, b, e, [](const Io& io) { return io.pid; }, [](const Io& io) { return io.pid != 0; });
+      if (want[kComm]) comm.fill(ios, b, e, comm_index, [](const Io& io) { return !io.comm.empty(); });
+      if (want[kCpu]) cpu.fill(ios, b, e, [](const Io& io) { return io.cpu; }, [](const Io& io) { return io.cpu >= 0; });
+      if (want[kCgroup])
+        cgroup.fill(ios, b, e, [](const Io& io) { return io.cgroup; }, [](const Io& io) { return io.cgroup != 0; });
+      if (want[kSourceIndex])
+        source.fill(ios, b, e, [](const Io& io) { return io.source_index; },
+                    [](const Io& io) { return io.source_index >= 0; });
     }
 
     // Names that differ only in invalid bytes may collide after U+FFFD
