@@ -77,7 +77,10 @@ def write_dataset(paths, directory, partition_by=(), progress=False):
     os.makedirs(directory, exist_ok=True)
     partitioning = ds.partitioning(pa.schema([schema.field(k) for k in partition_by]), flavor="hive") \
         if partition_by else None
-    ds.write_dataset(batches(), directory, schema=schema, format="parquet", partitioning=partitioning,
+    # zstd: about two thirds of the size of the default (snappy) on traces.
+    options = ds.ParquetFileFormat().make_write_options(compression="zstd")
+    ds.write_dataset(batches(), directory, schema=schema, format="parquet", file_options=options,
+                     partitioning=partitioning,
                      existing_data_behavior="delete_matching", basename_template="part-{i}.parquet")
     pq.write_metadata(schema, os.path.join(directory, "_common_metadata"))
     shown.done()
