@@ -16,7 +16,7 @@ def main(argv=None):
                                    "Progress goes to stderr when it is a terminal.")
     p.add_argument("traces", nargs="+", metavar="TRACE",
                    help="trace file(s); several are read as one trace (rotated parts)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="dataset directory (replaced if it exists)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="dataset directory: new or empty")
     p.add_argument("--partition-by", default="", metavar="KEYS",
                    help="comma-separated hive partition keys: device (index), hour (issue_ns // 3600 s)")
     a = ap.parse_args(argv)

@@ -74,6 +74,8 @@ def write_dataset(paths, directory, partition_by=(), progress=False):
             yield pa.RecordBatch.from_arrays(columns, schema=schema)
             shown.add(batch.num_rows)
 
+    if os.path.isdir(directory) and os.listdir(directory):
+        raise ValueError(f"{directory}: not empty; give a new or empty directory")
     os.makedirs(directory, exist_ok=True)
     partitioning = ds.partitioning(pa.schema([schema.field(k) for k in partition_by]), flavor="hive") \
         if partition_by else None
@@ -81,7 +83,7 @@ def write_dataset(paths, directory, partition_by=(), progress=False):
     options = ds.ParquetFileFormat().make_write_options(compression="zstd")
     ds.write_dataset(batches(), directory, schema=schema, format="parquet", file_options=options,
                      partitioning=partitioning,
-                     existing_data_behavior="delete_matching", basename_template="part-{i}.parquet")
+                     existing_data_behavior="overwrite_or_ignore", basename_template="part-{i}.parquet")
     pq.write_metadata(schema, os.path.join(directory, "_common_metadata"))
     shown.done()
     return shown.ios

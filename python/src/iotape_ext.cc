@@ -394,8 +394,8 @@ class Reader {
 
   // The next chunk as (schema, array) capsules of a struct array; None at the
   // end; raises TraceError after the last good chunk of a damaged trace.
-  // Rows outside [start, end) of issue time are left out; `stop` is set once
-  // a chunk begins at or after `end`.
+  // Rows outside [start, end) of issue time are left out; the stream ends at
+  // the first chunk that begins at or after `end`.
   py::object next(const std::vector<int>& cols, int64_t start, int64_t end) {
     for (;;) {
       std::span<const Io> batch;

@@ -44,6 +44,8 @@ def test_unpartitioned_and_bad_input(samples, tmp_path):
     bad.write_bytes(b"nope")
     r = run_module("parquet", bad, "-o", tmp_path / "x")
     assert r.returncode == 1 and str(bad) in r.stderr and "byte 0" in r.stderr
+    r = run_module("parquet", *samples["msr"], "-o", out)
+    assert r.returncode == 1 and f"{out}: not empty" in r.stderr
     r = run_module("parquet", *samples["msr"], "-o", tmp_path / "y", "--partition-by", "pid")
     assert r.returncode == 1 and "cannot partition by pid" in r.stderr
 
