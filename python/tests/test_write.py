@@ -78,3 +78,14 @@ def test_write_rejects_bad_input(tmp_path):
         iotape.write(tmp_path / "a.iot", pa.table({"op": ["read"]}))
     with pytest.raises(ValueError, match="unknown op 'jump'"):
         iotape.write(tmp_path / "b.iot", pa.table({"op": ["jump"], "issue_ns": [1]}))
+
+
+def test_reorder_window_sorts_ios_that_arrive_late(tmp_path):
+    issue = [1000, 3000, 2000, 5000, 4000]
+    data = pa.table({"op": ["read"] * 5, "issue_ns": issue, "length": [4096] * 5})
+    sorted_out, late_out = tmp_path / "sorted.iot", tmp_path / "late.iot"
+    assert iotape.write(sorted_out, data, reorder_window_ns=10_000)["late_ios"] == 0
+    assert iotape.open(sorted_out).to_arrow().column("issue_ns").to_pylist() == sorted(issue)
+    # Without a window, IOs are written as they come and counted as late.
+    assert iotape.write(late_out, data)["late_ios"] == 2
+    assert json.loads(run_iotape("info", "--json", late_out).stdout)["late_ios"] == 2
