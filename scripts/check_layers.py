@@ -21,6 +21,7 @@ ALLOWED = {
     "replay": {"observer", "stats", "units", "format", "proto"},
     "analysis": {"stats", "units", "format", "proto"},
     "workloads": {"analysis", "replay", "stats", "units", "format", "proto"},
+    "python": {"format", "proto"},
     "cli": {"capture", "replay", "analysis", "workloads", "convert", "observer", "stats", "units", "format", "proto"},
 }
 

@@ -11,7 +11,7 @@ packages=(
   gzip bzip2 xz-utils
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
   fio blktrace e2fsprogs util-linux chromium
-  python3 dpkg-dev file man-db systemd
+  python3 python3-venv python3-dev dpkg-dev file man-db systemd
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -31,3 +31,25 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build --quiet 2>&1 | grep -v '^ninja: no work to do' || true
 test -x build/cli/iotape
+
+# The Python package, in a virtual environment of its own with pinned
+# packages; PySpark needs a JVM.
+if ! command -v java >/dev/null; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "iotape setup: java is missing; run as root to install openjdk-17-jre-headless" >&2
+    exit 1
+  fi
+  echo "iotape setup: installing openjdk-17-jre-headless"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+fi
+venv=build/python-venv
+[[ -x $venv/bin/python ]] || /usr/bin/python3 -m venv "$venv"
+if ! cmp -s python/requirements.txt "$venv/requirements.installed"; then
+  "$venv/bin/pip" install -q --disable-pip-version-check -r python/requirements.txt
+  cp python/requirements.txt "$venv/requirements.installed"
+fi
+# A build directory that persists makes reinstalling after a change quick.
+"$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps \
+  --config-settings=build-dir="$PWD/build/python-wheel" ./python

@@ -1,0 +1,731 @@
+// iotape._ext: the trace reader and writer for Python. Chunks become Arrow
+// record batches filled here, column by column, and handed to pyarrow through
+// the Arrow C data interface (PyCapsules), so no Python code runs per IO.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <limits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "arrow_c.h"
+#include "traces/error.h"
+#include "traces/io.h"
+#include "traces/reader.h"
+#include "traces/version.h"
+#include "traces/writer.h"
+
+namespace py = pybind11;
+
+namespace iotape::python {
+namespace {
+
+// ---------------------------------------------------------------- columns
+
+enum Col : int {
+  kIndex, kDevice, kDeviceName, kOp, kFlags, kOffset, kLength, kQueue, kIssue, kComplete,
+  kStatus, kPid, kComm, kCpu, kCgroup, kSourceIndex, kColCount
+};
+constexpr std::array<const char*, kColCount> kColNames = {
+    "index", "device", "device_name", "op", "flags", "offset", "length", "queue_ns", "issue_ns",
+    "complete_ns", "status", "pid", "comm", "cpu", "cgroup", "source_index"};
+
+// ---------------------------------------------------------------- exported arrays
+
+// Column buffers are recycled: fresh ones of a chunk's size come from mmap
+// and cost a page fault and a zeroed page per 4 KiB, more than filling them.
+// Freed buffers wait here (up to kPoolBytes) for the next chunk's columns;
+// pyarrow may free on any thread.
+class BufferPool {
+ public:
+  static constexpr size_t kPoolBytes = 64u << 20;
+  void* get(size_t bytes) {
+    const size_t size = rounded(bytes);
+    {
+      std::lock_guard lock(mutex_);
+      auto& list = free_[size];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        pooled_ -= size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void put(void* p, size_t bytes) {
+    const size_t size = rounded(bytes);
+    std::lock_guard lock(mutex_);
+    if (pooled_ + size > kPoolBytes) {
+      std::free(p);
+      return;
+    }
+    free_[size].push_back(p);
+    pooled_ += size;
+  }
+
+ private:
+  static size_t rounded(size_t bytes) { return std::max<size_t>(64, std::bit_ceil(bytes)); }
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t pooled_ = 0;
+};
+
+BufferPool& pool() {
+  static auto* p = new BufferPool;  // never destroyed: batches may outlive module teardown
+  return *p;
+}
+
+// Memory behind one exported array (buffers, children, dictionary); freed by
+// its release callback, which pyarrow calls when the last reference goes.
+struct ArrayOwner {
+  std::vector<std::pair<void*, size_t>> allocations;
+  std::vector<const void*> buffers;
+  std::vector<ArrowArray*> children;
+  ArrowArray* dictionary = nullptr;
+};
+
+void release_array(ArrowArray* a) {
+  auto* owner = static_cast<ArrayOwner*>(a->private_data);
+  for (ArrowArray* c : owner->children) {
+    if (c->release) c->release(c);
+    delete c;
+  }
+  if (owner->dictionary) {
+    if (owner->dictionary->release) owner->dictionary->release(owner->dictionary);
+    delete owner->dictionary;
+  }
+  for (auto [p, bytes] : owner->allocations) pool().put(p, bytes);
+  delete owner;
+  a->release = nullptr;
+}
+
+void* alloc_buffer(ArrayOwner& o, size_t bytes) {
+  void* p = pool().get(bytes);
+  o.allocations.emplace_back(p, bytes);
+  return p;
+}
+
+ArrowArray* new_array(int64_t length, int64_t null_count, ArrayOwner* owner) {
+  auto* a = new ArrowArray{};
+  a->length = length;
+  a->null_count = null_count;
+  a->n_buffers = static_cast<int64_t>(owner->buffers.size());
+  a->buffers = owner->buffers.data();
+  a->n_children = static_cast<int64_t>(owner->children.size());
+  a->children = owner->children.data();
+  a->dictionary = owner->dictionary;
+  a->release = release_array;
+  a->private_data = owner;
+  return a;
+}
+
+// Schemas: one node per column, strings kept in the node.
+struct SchemaOwner {
+  std::string format, name;
+  std::vector<ArrowSchema*> children;
+  ArrowSchema* dictionary = nullptr;
+};
+
+void release_schema(ArrowSchema* s) {
+  auto* owner = static_cast<SchemaOwner*>(s->private_data);
+  for (ArrowSchema* c : owner->children) {
+    if (c->release) c->release(c);
+    delete c;
+  }
+  if (owner->dictionary) {
+    if (owner->dictionary->release) owner->dictionary->release(owner->dictionary);
+    delete owner->dictionary;
+  }
+  delete owner;
+  s->release = nullptr;
+}
+
+ArrowSchema* new_schema(std::string format, std::string name, bool nullable, ArrowSchema* dictionary = nullptr) {
+  auto* owner = new SchemaOwner{std::move(format), std::move(name), {}, dictionary};
+  auto* s = new ArrowSchema{};
+  s->format = owner->format.c_str();
+  s->name = owner->name.c_str();
+  s->flags = nullable ? ARROW_FLAG_NULLABLE : 0;
+  s->dictionary = dictionary;
+  s->release = release_schema;
+  s->private_data = owner;
+  return s;
+}
+
+// A fixed-width column being filled. Nullable columns get a validity bitmap,
+// written 8 rows to a byte without branches, and dropped when nothing is null.
+template <typename T>
+struct FixedColumn {
+  ArrayOwner* owner = nullptr;
+  T* values = nullptr;
+  uint8_t* validity = nullptr;
+  int64_t nulls = 0;
+
+  void start(size_t n, bool nullable = false) {
+    owner = new ArrayOwner;
+    values = static_cast<T*>(alloc_buffer(*owner, n * sizeof(T)));
+    if (nullable) validity = static_cast<uint8_t*>(alloc_buffer(*owner, (n + 7) / 8));
+  }
+  // Rows [b, e) (b a multiple of 8): get(io) is the value, known(io) whether there is one.
+  template <typename Get>
+  void fill(const Io* ios, size_t b, size_t e, Get get) {
+    for (size_t r = b; r < e; ++r) values[r] = static_cast<T>(get(ios[r]));
+  }
+  template <typename Get, typename Known>
+  void fill(const Io* ios, size_t b, size_t e, Get get, Known known) {
+    for (size_t r = b; r < e; r += 8) {
+      const size_t m = std::min<size_t>(8, e - r);
+      unsigned byte = 0;
+      for (size_t k = 0; k < m; ++k) {
+        const bool ok = known(ios[r + k]);
+        values[r + k] = ok ? static_cast<T>(get(ios[r + k])) : T{};
+        byte |= static_cast<unsigned>(ok) << k;
+        nulls += !ok;
+      }
+      validity[r / 8] = static_cast<uint8_t>(byte);
+    }
+  }
+  ArrowArray* finish(size_t length, ArrowArray* dictionary = nullptr) {
+    owner->buffers = {nulls ? validity : nullptr, values};
+    owner->dictionary = dictionary;
+    auto* a = new_array(static_cast<int64_t>(length), nulls, owner);
+    owner = nullptr;
+    return a;
+  }
+};
+
+// Arrow strings must be UTF-8; names are bytes. Invalid sequences become
+// U+FFFD, as in iotape cat --format jsonl.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && len == 2) ok = c >= 0xc2;  // no overlong forms
+    if (ok && len == 3) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// A utf8 array of the given (distinct) strings: a dictionary's values.
+ArrowArray* string_array(const std::vector<std::string>& values) {
+  auto* owner = new ArrayOwner;
+  size_t bytes = 0;
+  for (const auto& v : values) bytes += v.size();
+  auto* offsets = static_cast<int32_t*>(alloc_buffer(*owner, (values.size() + 1) * sizeof(int32_t)));
+  auto* data = static_cast<char*>(alloc_buffer(*owner, bytes));
+  int32_t at = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    offsets[i] = at;
+    std::memcpy(data + at, values[i].data(), values[i].size());
+    at += static_cast<int32_t>(values[i].size());
+  }
+  offsets[values.size()] = at;
+  owner->buffers = {nullptr, offsets, data};
+  return new_array(static_cast<int64_t>(values.size()), 0, owner);
+}
+
+py::str bytes_to_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+std::string str_to_bytes(const py::handle& h) {
+  if (py::isinstance<py::bytes>(h)) return h.cast<std::string>();
+  PyObject* b = PyUnicode_AsEncodedString(py::str(h).ptr(), "utf-8", "surrogateescape");
+  if (!b) throw py::error_already_set();
+  auto bytes = py::reinterpret_steal<py::bytes>(b);
+  return bytes.cast<std::string>();
+}
+
+py::capsule schema_capsule(ArrowSchema* s) {
+  return py::capsule(s, "arrow_schema", [](PyObject* cap) {
+    auto* p = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
+    if (p->release) p->release(p);
+    delete p;
+  });
+}
+
+py::capsule array_capsule(ArrowArray* a) {
+  return py::capsule(a, "arrow_array", [](PyObject* cap) {
+    auto* p = static_cast<ArrowArray*>(PyCapsule_GetPointer(cap, "arrow_array"));
+    if (p->release) p->release(p);
+    delete p;
+  });
+}
+
+// ---------------------------------------------------------------- header <-> dict
+
+constexpr std::array<const char*, 6> kSourceNames = {"unknown", "ebpf", "blktrace", "import", "replay", "synth"};
+constexpr std::array<const char*, 5> kClockNames = {"unknown", "monotonic", "boottime", "realtime", "relative"};
+
+py::dict device_to_dict(const v1::Device& d) {
+  py::dict o;
+  o["name"] = bytes_to_str(d.name());
+  o["major"] = d.major();
+  o["minor"] = d.minor();
+  o["model"] = bytes_to_str(d.model());
+  o["serial"] = bytes_to_str(d.serial());
+  o["size_bytes"] = d.size_bytes();
+  o["logical_block_size"] = d.logical_block_size();
+  o["physical_block_size"] = d.physical_block_size();
+  o["rotational"] = d.rotational();
+  return o;
+}
+
+v1::Device device_from_dict(const py::dict& o) {
+  v1::Device d;
+  for (auto [k, v] : o) {
+    auto key = k.cast<std::string>();
+    if (key == "name") d.set_name(str_to_bytes(v));
+    else if (key == "major") d.set_major(v.cast<uint32_t>());
+    else if (key == "minor") d.set_minor(v.cast<uint32_t>());
+    else if (key == "model") d.set_model(str_to_bytes(v));
+    else if (key == "serial") d.set_serial(str_to_bytes(v));
+    else if (key == "size_bytes") d.set_size_bytes(v.cast<uint64_t>());
+    else if (key == "logical_block_size") d.set_logical_block_size(v.cast<uint32_t>());
+    else if (key == "physical_block_size") d.set_physical_block_size(v.cast<uint32_t>());
+    else if (key == "rotational") d.set_rotational(v.cast<bool>());
+    else throw py::value_error("unknown device field '" + key + "'");
+  }
+  return d;
+}
+
+template <size_t N>
+size_t name_index(const std::array<const char*, N>& names, const std::string& name, const char* what) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i]) return i;
+  throw py::value_error(std::string("unknown ") + what + " '" + name + "'");
+}
+
+py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index) {
+  py::dict o;
+  o["format_version"] = h.format_version();
+  o["creator"] = h.creator();
+  o["creator_version"] = h.creator_version();
+  o["source"] = static_cast<size_t>(h.source()) < kSourceNames.size() ? kSourceNames[h.source()] : "unknown";
+  o["source_detail"] = h.source_detail();
+  o["host"] = bytes_to_str(h.host());
+  o["kernel"] = bytes_to_str(h.kernel());
+  o["clock"] = static_cast<size_t>(h.clock()) < kClockNames.size() ? kClockNames[h.clock()] : "unknown";
+  o["anchor_trace_ns"] = h.anchor_trace_ns();
+  o["anchor_unix_ns"] = h.anchor_unix_ns();
+  // Devices found after the header was written are in the index's final table.
+  const auto& devices = index && index->devices_size() > h.devices_size() ? index->devices() : h.devices();
+  py::list devs;
+  for (const auto& d : devices) devs.append(device_to_dict(d));
+  o["devices"] = devs;
+  py::dict meta;
+  for (const auto& [k, v] : h.metadata()) meta[py::str(k)] = bytes_to_str(v);
+  o["metadata"] = meta;
+  o["trace_id"] = h.trace_id();
+  o["part"] = h.part();
+  return o;
+}
+
+v1::TraceHeader header_from_dict(const py::dict& o) {
+  v1::TraceHeader h;
+  h.set_source(v1::SOURCE_UNKNOWN);
+  h.set_source_detail("python");
+  for (auto [k, v] : o) {
+    auto key = k.cast<std::string>();
+    if (key == "format_version" || key == "creator" || key == "creator_version") continue;  // the writer's own
+    if (key == "source") h.set_source(static_cast<v1::Source>(name_index(kSourceNames, v.cast<std::string>(), "source")));
+    else if (key == "source_detail") h.set_source_detail(v.cast<std::string>());
+    else if (key == "host") h.set_host(str_to_bytes(v));
+    else if (key == "kernel") h.set_kernel(str_to_bytes(v));
+    else if (key == "clock") h.set_clock(static_cast<v1::ClockDomain>(name_index(kClockNames, v.cast<std::string>(), "clock")));
+    else if (key == "anchor_trace_ns") h.set_anchor_trace_ns(v.cast<int64_t>());
+    else if (key == "anchor_unix_ns") h.set_anchor_unix_ns(v.cast<int64_t>());
+    else if (key == "devices") {
+      for (auto d : v) *h.add_devices() = device_from_dict(d.cast<py::dict>());
+    } else if (key == "metadata") {
+      for (auto [mk, mv] : v.cast<py::dict>()) (*h.mutable_metadata())[mk.cast<std::string>()] = str_to_bytes(mv);
+    } else if (key == "trace_id") h.set_trace_id(v.cast<std::string>());
+    else if (key == "part") h.set_part(v.cast<uint32_t>());
+    else throw py::value_error("unknown header field '" + key + "'");
+  }
+  h.set_format_version(kFormatVersion);
+  h.set_creator("iotape");
+  h.set_creator_version(kVersion);
+  return h;
+}
+
+// ---------------------------------------------------------------- reading
+
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string> paths) : reader_(std::move(paths)) {}
+
+  py::dict header() const { return header_to_dict(reader_.header(), reader_.index()); }
+
+  void seek(int64_t t) { reader_.seek_time(t); }
+
+  // The next chunk as (schema, array) capsules of a struct array; None at the
+  // end; raises TraceError after the last good chunk of a damaged trace.
+  // Rows outside [start, end) of issue time are left out; the stream ends at
+  // the first chunk that begins at or after `end`.
+  py::object next(const std::vector<int>& cols, int64_t start, int64_t end) {
+    for (;;) {
+      std::span<const Io> batch;
+      {
+        py::gil_scoped_release unlocked;
+        batch = reader_.next_batch();
+      }
+      if (batch.empty() || batch.front().issue_ns >= end) {
+        if (reader_.status().damaged) throw InputError(reader_.status().message);
+        return py::none();
+      }
+      uint64_t first = index_;
+      index_ += batch.size();
+      std::vector<uint32_t> rows;
+      bool all = true;
+      if (start != kNoTime || end != std::numeric_limits<int64_t>::max())
+        for (const Io& io : batch)
+          if (io.issue_ns < start || io.issue_ns >= end) all = false;
+      if (!all) {
+        for (uint32_t i = 0; i < batch.size(); ++i)
+          if (batch[i].issue_ns >= start && batch[i].issue_ns < end) rows.push_back(i);
+        if (rows.empty()) continue;
+      }
+      return convert(batch, first, all ? nullptr : &rows, cols);
+    }
+  }
+
+  uint64_t late_ios() const { return reader_.late_ios(); }
+  uint64_t dropped_events() const { return reader_.dropped_events(); }
+
+ private:
+  py::tuple convert(std::span<const Io> batch, uint64_t first, const std::vector<uint32_t>* rows,
+                    const std::vector<int>& cols) {
+    bool want[kColCount] = {};
+    for (int c : cols) want[c] = true;
+    // A window's rows are copied out, so the loops below see contiguous IOs.
+    std::vector<Io> picked;
+    if (rows) {
+      picked.reserve(rows->size());
+      for (uint32_t i : *rows) picked.push_back(batch[i]);
+    }
+    const Io* ios = rows ? picked.data() : batch.data();
+    const size_t n = rows ? rows->size() : batch.size();
+    const auto& devices = reader_.header().devices();
+
+    FixedColumn<int64_t> index, offset, length, queue, issue, complete, cgroup, source;
+    FixedColumn<int32_t> device, device_name, flags, status, pid, comm, cpu;
+    FixedColumn<int8_t> op;
+    if (want[kIndex]) index.start(n);
+    if (want[kDevice]) device.start(n);
+    if (want[kDeviceName]) device_name.start(n, true);
+    if (want[kOp]) op.start(n);
+    if (want[kFlags]) flags.start(n);
+    if (want[kOffset]) offset.start(n);
+    if (want[kLength]) length.start(n);
+    if (want[kQueue]) queue.start(n, true);
+    if (want[kIssue]) issue.start(n);
+    if (want[kComplete]) complete.start(n, true);
+    if (want[kStatus]) status.start(n);
+    if (want[kPid]) pid.start(n, true);
+    if (want[kComm]) comm.start(n, true);
+    if (want[kCpu]) cpu.start(n, true);
+    if (want[kCgroup]) cgroup.start(n, true);
+    if (want[kSourceIndex]) source.start(n, true);
+
+    // Dictionaries: device names (distinct, since pandas categories must be)
+    // by device index, and the process names met in this chunk.
+    std::vector<std::string> device_names;
+    std::vector<int32_t> device_code(devices.size());
+    if (want[kDeviceName]) {
+      std::unordered_map<std::string, int32_t> seen;
+      for (int d = 0; d < devices.size(); ++d) {
+        auto name = valid_utf8(devices[d].name());
+        auto [it, added] = seen.emplace(name, static_cast<int32_t>(device_names.size()));
+        if (added) device_names.push_back(name);
+        device_code[d] = it->second;
+      }
+    }
+    std::vector<std::string> comm_names;
+    std::unordered_map<std::string_view, int32_t> comm_code;
+    const char* last_comm = nullptr;
+    int32_t last_code = -1;
+    auto comm_index = [&](const Io& io) {
+      if (io.comm.data() != last_comm) {  // most IOs come from the process of the IO before
+        auto [it, added] = comm_code.emplace(io.comm, static_cast<int32_t>(comm_names.size()));
+        if (added) comm_names.push_back(valid_utf8(io.comm));
+        last_comm = io.comm.data();
+        last_code = it->second;
+      }
+      return last_code;
+    };
+
+    // Column by column over blocks of rows that stay in cache.
+    constexpr size_t kBlock = 256;
+    for (size_t b = 0; b < n; b += kBlock) {
+      const size_t e = std::min(n, b + kBlock);
+      if (want[kIndex])
+        for (size_t r = b; r < e; ++r) index.values[r] = static_cast<int64_t>(first + (rows ? (*rows)[r] : r));
+      if (want[kDevice]) device.fill(ios, b, e, [](const Io& io) { return io.device; });
+      if (want[kDeviceName])
+        device_name.fill(ios, b, e, [&](const Io& io) { return device_code[io.device]; },
+                         [&](const Io& io) { return io.device < device_code.size(); });
+      if (want[kOp]) op.fill(ios, b, e, [](const Io& io) { return io.op; });
+      if (want[kFlags]) flags.fill(ios, b, e, [](const Io& io) { return io.flags; });
+      if (want[kOffset]) offset.fill(ios, b, e, [](const Io& io) { return io.offset; });
+      if (want[kLength]) length.fill(ios, b, e, [](const Io& io) { return io.length; });
+      if (want[kQueue])
+        queue.fill(ios, b, e, [](const Io& io) { return io.queue_ns; }, [](const Io& io) { return io.has_queue(); });
+      if (want[kIssue]) issue.fill(ios, b, e, [](const Io& io) { return io.issue_ns; });
+      if (want[kComplete])
+        complete.fill(ios, b, e, [](const Io& io) { return io.complete_ns; },
+                      [](const Io& io) { return io.has_complete(); });
+      if (want[kStatus]) status.fill(ios, b, e, [](const Io& io) { return io.status; });
+      if (want[kPid]) pid.fill(ios, b, e, [](const Io& io) { return io.pid; }, [](const Io& io) { return io.pid != 0; });
+      if (want[kComm]) comm.fill(ios, b, e, comm_index, [](const Io& io) { return !io.comm.empty(); });
+      if (want[kCpu]) cpu.fill(ios, b, e, [](const Io& io) { return io.cpu; }, [](const Io& io) { return io.cpu >= 0; });
+      if (want[kCgroup])
+        cgroup.fill(ios, b, e, [](const Io& io) { return io.cgroup; }, [](const Io& io) { return io.cgroup != 0; });
+      if (want[kSourceIndex])
+        source.fill(ios, b, e, [](const Io& io) { return io.source_index; },
+                    [](const Io& io) { return io.source_index >= 0; });
+    }
+
+    // Names that differ only in invalid bytes may collide after U+FFFD
+    // replacement; pandas needs distinct categories, so make them so.
+    for (auto* names : {&device_names, &comm_names}) {
+      std::unordered_map<std::string, int> count;
+      for (auto& s : *names)
+        if (int k = count[s]++; k) s += "#" + std::to_string(k);
+    }
+
+    auto* root_owner = new ArrayOwner;
+    auto* root_schema_owner = new SchemaOwner{"+s", "", {}, nullptr};
+    for (int c : cols) {
+      ArrowArray* a = nullptr;
+      ArrowSchema* s = nullptr;
+      const char* name = kColNames[c];
+      switch (c) {
+        case kIndex: a = index.finish(n); s = new_schema("l", name, false); break;
+        case kDevice: a = device.finish(n); s = new_schema("i", name, false); break;
+        case kDeviceName:
+          a = device_name.finish(n, string_array(device_names));
+          s = new_schema("i", name, true, new_schema("u", "", false));
+          break;
+        case kOp: {
+          std::vector<std::string> ops;
+          for (int k = 0; k < kOpCount; ++k) ops.emplace_back(op_name(static_cast<Op>(k)));
+          a = op.finish(n, string_array(ops));
+          s = new_schema("c", name, false, new_schema("u", "", false));
+          break;
+        }
+        case kFlags: a = flags.finish(n); s = new_schema("i", name, false); break;
+        case kOffset: a = offset.finish(n); s = new_schema("l", name, false); break;
+        case kLength: a = length.finish(n); s = new_schema("l", name, false); break;
+        case kQueue: a = queue.finish(n); s = new_schema("l", name, true); break;
+        case kIssue: a = issue.finish(n); s = new_schema("l", name, false); break;
+        case kComplete: a = complete.finish(n); s = new_schema("l", name, true); break;
+        case kStatus: a = status.finish(n); s = new_schema("i", name, false); break;
+        case kPid: a = pid.finish(n); s = new_schema("i", name, true); break;
+        case kComm:
+          a = comm.finish(n, string_array(comm_names));
+          s = new_schema("i", name, true, new_schema("u", "", false));
+          break;
+        case kCpu: a = cpu.finish(n); s = new_schema("i", name, true); break;
+        case kCgroup: a = cgroup.finish(n); s = new_schema("l", name, true); break;
+        case kSourceIndex: a = source.finish(n); s = new_schema("l", name, true); break;
+      }
+      root_owner->children.push_back(a);
+      root_schema_owner->children.push_back(s);
+    }
+    root_owner->buffers = {nullptr};
+    auto* root = new_array(static_cast<int64_t>(n), 0, root_owner);
+    auto* schema = new ArrowSchema{};
+    schema->format = root_schema_owner->format.c_str();
+    schema->name = root_schema_owner->name.c_str();
+    schema->n_children = static_cast<int64_t>(root_schema_owner->children.size());
+    schema->children = root_schema_owner->children.data();
+    schema->release = release_schema;
+    schema->private_data = root_schema_owner;
+    return py::make_tuple(schema_capsule(schema), array_capsule(root));
+  }
+
+  TraceReader reader_;
+  uint64_t index_ = 0;
+};
+
+// ---------------------------------------------------------------- writing
+
+// The struct layout iotape/__init__.py casts every batch to before writing.
+constexpr std::array<std::pair<const char*, const char*>, 14> kWriteLayout = {{
+    {"device", "i"}, {"op", "i"}, {"flags", "i"}, {"offset", "l"}, {"length", "l"}, {"queue_ns", "l"},
+    {"issue_ns", "l"}, {"complete_ns", "l"}, {"status", "i"}, {"pid", "i"}, {"comm", "u"},
+    {"cgroup", "l"}, {"cpu", "i"}, {"source_index", "l"}}};
+
+bool valid_at(const ArrowArray* a, int64_t i) {
+  if (a->null_count == 0 || !a->buffers[0]) return true;
+  int64_t k = a->offset + i;
+  return (static_cast<const uint8_t*>(a->buffers[0])[k / 8] >> (k % 8)) & 1;
+}
+template <typename T>
+T value_at(const ArrowArray* a, int64_t i) {
+  return static_cast<const T*>(a->buffers[1])[a->offset + i];
+}
+
+class Writer {
+ public:
+  Writer(std::string path, const py::dict& header, uint32_t chunk_ios, int64_t reorder_window_ns)
+      : writer_(std::move(path), header_from_dict(header), options(chunk_ios, reorder_window_ns)) {}
+
+  uint32_t add_device(const py::dict& d) { return writer_.add_device(device_from_dict(d)); }
+  uint32_t device_count() const { return writer_.device_count(); }
+
+  void write(const py::capsule& schema_cap, const py::capsule& array_cap) {
+    auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(schema_cap.ptr(), "arrow_schema"));
+    auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(array_cap.ptr(), "arrow_array"));
+    if (!schema || !array) throw py::error_already_set();
+    if (std::string_view(schema->format) != "+s" || schema->n_children != static_cast<int64_t>(kWriteLayout.size()))
+      throw py::value_error("write: batch is not in the writer's layout");
+    for (size_t c = 0; c < kWriteLayout.size(); ++c) {
+      const ArrowSchema* cs = schema->children[c];
+      if (std::string_view(cs->name) != kWriteLayout[c].first || std::string_view(cs->format) != kWriteLayout[c].second)
+        throw py::value_error(std::string("write: column ") + kWriteLayout[c].first + " has Arrow format " + cs->format);
+    }
+    if (std::string_view(schema->children[1]->dictionary->format) != "u")
+      throw py::value_error("write: op must be dictionary-encoded strings");
+    const ArrowArray* const* col = array->children;
+    // Op codes for the op column's dictionary, looked up once per batch.
+    const ArrowArray* op_dict = col[1]->dictionary;
+    std::vector<Op> op_of(static_cast<size_t>(op_dict->length));
+    for (int64_t k = 0; k < op_dict->length; ++k) {
+      auto* offs = static_cast<const int32_t*>(op_dict->buffers[1]) + op_dict->offset;
+      std::string_view name(static_cast<const char*>(op_dict->buffers[2]) + offs[k],
+                            static_cast<size_t>(offs[k + 1] - offs[k]));
+      auto op = op_from_name(name);
+      if (!op && valid_at(op_dict, k)) throw py::value_error("write: unknown op '" + std::string(name) + "'");
+      op_of[k] = op.value_or(Op::kOther);
+    }
+    py::gil_scoped_release unlocked;
+    const auto* comm_offsets = static_cast<const int32_t*>(col[10]->buffers[1]);
+    const auto* comm_data = static_cast<const char*>(col[10]->buffers[2]);
+    for (int64_t r = 0; r < array->length; ++r) {
+      const int64_t i = array->offset + r;  // children index past the struct's own offset
+      Io io;
+      auto int32_or = [&](int c, int32_t dflt) { return valid_at(col[c], i) ? value_at<int32_t>(col[c], i) : dflt; };
+      auto int64_or = [&](int c, int64_t dflt) { return valid_at(col[c], i) ? value_at<int64_t>(col[c], i) : dflt; };
+      io.device = static_cast<uint32_t>(int32_or(0, 0));
+      if (!valid_at(col[1], i)) throw InputError("write: row " + std::to_string(r) + " has no op");
+      io.op = op_of[static_cast<size_t>(value_at<int32_t>(col[1], i))];
+      io.flags = static_cast<uint32_t>(int32_or(2, 0));
+      io.offset = static_cast<uint64_t>(int64_or(3, 0));
+      io.length = static_cast<uint64_t>(int64_or(4, 0));
+      io.queue_ns = int64_or(5, kNoTime);
+      if (!valid_at(col[6], i)) throw InputError("write: row " + std::to_string(r) + " has no issue_ns");
+      io.issue_ns = value_at<int64_t>(col[6], i);
+      io.complete_ns = int64_or(7, kNoTime);
+      io.status = int32_or(8, 0);
+      io.pid = static_cast<uint32_t>(int32_or(9, 0));
+      if (valid_at(col[10], i)) {
+        const int64_t k = col[10]->offset + i;
+        io.comm = std::string_view(comm_data + comm_offsets[k], static_cast<size_t>(comm_offsets[k + 1] - comm_offsets[k]));
+      }
+      io.cgroup = static_cast<uint64_t>(int64_or(11, 0));
+      io.cpu = int32_or(12, -1);
+      io.source_index = int64_or(13, -1);
+      writer_.append(io);
+    }
+  }
+
+  void close() {
+    py::gil_scoped_release unlocked;
+    writer_.close();
+  }
+  py::dict stats() const {
+    py::dict o;
+    o["ios"] = writer_.stats().ios;
+    o["chunks"] = writer_.stats().chunks;
+    o["file_bytes"] = writer_.stats().file_bytes;
+    o["late_ios"] = writer_.stats().late_ios;
+    return o;
+  }
+
+ private:
+  static WriterOptions options(uint32_t chunk_ios, int64_t reorder_window_ns) {
+    WriterOptions o;
+    o.chunk_ios = chunk_ios;
+    o.reorder_window_ns = reorder_window_ns;
+    return o;
+  }
+  TraceWriter writer_;
+};
+
+}  // namespace
+}  // namespace iotape::python
+
+PYBIND11_MODULE(_ext, m) {
+  using namespace iotape::python;
+  m.doc() = "iotape's trace reader and writer (use the iotape package, not this module)";
+
+  static py::exception<iotape::TraceError> trace_error(m, "TraceError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const iotape::IoError& e) {
+      PyErr_SetObject(PyExc_OSError, py::make_tuple(e.errno_value(), e.what()).ptr());
+    } catch (const iotape::UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const iotape::TraceError& e) {
+      trace_error(e.what());
+    }
+  });
+
+  py::list names;
+  for (const char* c : kColNames) names.append(c);
+  m.attr("COLUMNS") = names;
+  m.attr("VERSION") = iotape::kVersion;
+  m.attr("NO_TIME") = iotape::kNoTime;
+
+  py::class_<Reader>(m, "Reader")
+      .def(py::init<std::vector<std::string>>())
+      .def("header", &Reader::header)
+      .def("seek", &Reader::seek)
+      .def("next", &Reader::next)
+      .def_property_readonly("late_ios", &Reader::late_ios)
+      .def_property_readonly("dropped_events", &Reader::dropped_events);
+
+  py::class_<Writer>(m, "Writer")
+      .def(py::init<std::string, py::dict, uint32_t, int64_t>())
+      .def("add_device", &Writer::add_device)
+      .def_property_readonly("device_count", &Writer::device_count)
+      .def("write", &Writer::write)
+      .def("close", &Writer::close)
+      .def("stats", &Writer::stats);
+}

@@ -1,0 +1,168 @@
+"""iotape.open() against `iotape cat --format csv`, field by field, on the
+imports of the real samples and a capture; damaged traces; columns, windows."""
+
+import os
+import re
+
+import pyarrow as pa
+import pytest
+
+import iotape
+from conftest import cat_csv, iotape as run_iotape, report
+
+
+def expected_columns(rows):
+    """The CSV rows as the Arrow columns must read them (unknown -> None)."""
+    def num(v, unknown=None):
+        return None if v == unknown else int(v)
+
+    return {
+        "index": [int(r["index"]) for r in rows],
+        "device": [int(r["device"]) for r in rows],
+        "device_name": [r["device_name"] or None for r in rows],
+        "op": [r["op"] for r in rows],
+        "flags": [int(r["flag_bits"]) for r in rows],
+        "offset": [int(r["offset"]) for r in rows],
+        "length": [int(r["length"]) for r in rows],
+        "queue_ns": [num(r["queue_ns"], "") for r in rows],
+        "issue_ns": [int(r["issue_ns"]) for r in rows],
+        "complete_ns": [num(r["complete_ns"], "") for r in rows],
+        "status": [int(r["status"]) for r in rows],
+        "pid": [num(r["pid"], "0") for r in rows],
+        "comm": [r["comm"] or None for r in rows],
+        "cpu": [num(r["cpu"], "-1") for r in rows],
+        "cgroup": [num(r["cgroup"], "0") for r in rows],
+        "source_index": [num(r["source_index"], "-1") for r in rows],
+    }
+
+
+def assert_equals_cat(paths):
+    table = iotape.open(paths).to_arrow()
+    assert table.schema == iotape.SCHEMA
+    rows = cat_csv(paths)
+    assert table.num_rows == len(rows) > 0
+    want = expected_columns(rows)
+    for name in iotape.COLUMNS:
+        got = table.column(name).to_pylist()
+        if got != want[name]:
+            i = next(i for i, (a, b) in enumerate(zip(got, want[name])) if a != b)
+            pytest.fail(f"{paths}: column {name} differs first at row {i}: {got[i]!r} != {want[name][i]!r}")
+    return table
+
+
+@pytest.mark.parametrize("name", ["msr", "vscsi", "blktrace"])
+def test_real_sample_imports_equal_cat(samples, name):
+    table = assert_equals_cat(samples[name])
+    # A trace without the field has nulls, not zeros.
+    if name == "msr":
+        assert table.column("queue_ns").null_count == table.num_rows
+        assert table.column("cpu").null_count == table.num_rows
+
+
+def test_capture_read_as_one_trace_equals_cat(captured):
+    table = assert_equals_cat(captured)
+    assert table.column("comm").to_pylist().count("fio") > 0.9 * table.num_rows
+    assert table.column("complete_ns").null_count < table.num_rows
+    # Several parts: still one trace, indexes continue across files.
+    assert table.column("index").to_pylist() == list(range(table.num_rows))
+
+
+def test_header(samples):
+    h = iotape.open(samples["blktrace"]).header
+    assert h["source"] == "import" and h["creator"] == "iotape"
+    info = run_iotape("info", "--json", *samples["blktrace"]).stdout
+    for d in h["devices"]:
+        assert d["name"] in info
+    assert isinstance(h["metadata"], dict)
+
+
+def test_columns_and_window(samples):
+    t = iotape.open(samples["vscsi"])
+    full = t.to_arrow()
+    part = t.to_arrow(columns=["issue_ns", "length"])
+    assert part.column_names == ["issue_ns", "length"]
+    assert part.column("length").equals(full.column("length"))
+    issue = full.column("issue_ns").to_pylist()
+    lo, hi = issue[len(issue) // 4], issue[len(issue) // 2]
+    win = t.to_arrow(columns=["index", "issue_ns"], window=(lo, hi))
+    want = [i for i, v in enumerate(issue) if lo <= v < hi]
+    assert win.column("index").to_pylist() == want
+    # Without index, the reader seeks: the same IOs.
+    assert t.to_arrow(columns=["issue_ns"], window=(lo, hi)).column(0).equals(win.column("issue_ns"))
+    assert t.to_arrow(columns=["issue_ns"], window=(None, hi)).num_rows == sum(v < hi for v in issue)
+    with pytest.raises(ValueError, match="unknown column"):
+        t.to_arrow(columns=["nope"])
+
+
+def test_pandas(samples):
+    df = iotape.open(samples["msr"]).to_pandas()
+    rows = cat_csv(samples["msr"])
+    assert len(df) == len(rows)
+    assert str(df["op"].dtype) == "category"
+    assert df["length"].sum() == sum(int(r["length"]) for r in rows)
+
+
+def test_not_a_trace(tmp_path):
+    bad = tmp_path / "bad.iot"
+    bad.write_bytes(b"hello, not a trace at all")
+    with pytest.raises(iotape.TraceError, match=re.escape(str(bad)) + ": byte 0"):
+        iotape.open(bad)
+    with pytest.raises(OSError):
+        iotape.open(tmp_path / "missing.iot")
+
+
+def test_truncated_trace_gives_good_chunks_then_error(samples, tmp_path):
+    # Many small chunks, then a cut in the middle of the file.
+    source = iotape.open(samples["vscsi"])
+    whole = tmp_path / "whole.iot"
+    iotape.write(whole, source.batches(), header=source.header, chunk_ios=1000)
+    cut = tmp_path / "cut.iot"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+
+    # The truth: what iotape cat prints before it stops, and where it stops.
+    r = run_iotape("cat", "--format", "csv", cut, check=False)
+    assert r.returncode != 0
+    good = len(r.stdout.splitlines()) - 1
+    offset = int(re.search(r": byte (\d+):", r.stderr).group(1))
+    assert 0 < good < source.to_arrow().num_rows
+
+    seen = []
+    with pytest.raises(iotape.TraceError) as err:
+        for batch in iotape.open(cut).batches(columns=["index", "offset"]):
+            seen.append(batch)
+    msg = str(err.value)
+    assert str(cut) in msg and f"byte {offset}" in msg, msg
+    got = pa.Table.from_batches(seen)
+    full = source.to_arrow(columns=["index", "offset"])
+    assert got.num_rows == good
+    assert got.equals(full.slice(0, good))
+    assert isinstance(err.value, ValueError)
+
+
+def test_readme_example(samples, capsys):
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    code = re.search(r"## Python\n.*?```python\n(.*?)```", readme, re.S).group(1)
+    assert len(code.strip().splitlines()) == 5
+    exec(code.replace('"trace.iot"', repr(samples["msr"][0])), {})
+    out = capsys.readouterr().out
+    r = report(samples["msr"])
+    assert f" {r['ios']}\n" in out.splitlines(keepends=True)[0]
+    assert re.search(rf"read\s*│\s*{r['reads']}\s*│\s*{r['bytes_read']}", out), out
+    assert re.search(rf"write\s*│\s*{r['writes']}\s*│\s*{r['bytes_written']}", out), out
+
+
+def test_batches_stream_in_bounded_memory(tmp_path):
+    import resource
+    from conftest import iotape as run
+    path = tmp_path / "long.iot"
+    run("synth", "storage-heavy", "--ios", "4000000", "-o", path)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    n = nbytes = 0
+    for batch in iotape.open(path).batches():
+        n += batch.num_rows
+        nbytes += batch.nbytes
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert n == 4_000_000
+    # Over 300 MB of columns went by; a few chunks' worth at most stayed.
+    assert nbytes > 300e6 and grew_mb < 100, grew_mb
