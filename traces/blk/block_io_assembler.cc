@@ -1,4 +1,4 @@
-#include "traces/import/block_io_assembler.h"
+#include "traces/blk/block_io_assembler.h"
 
 #include <algorithm>
 #include <deque>
@@ -12,7 +12,8 @@
 #include <fmt/format.h>
 
 #include "traces/error.h"
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
+#include "traces/blktrace_layout.h"
 
 namespace iotape::blk {
 
@@ -71,6 +72,11 @@ class Requests {
         if (r.start + r.bytes / kSector == sector) return &r;
     }
     return nullptr;
+  }
+
+  void for_each(const std::function<void(const Request&)>& visit) const {
+    for (const auto& [k, rs] : map_)
+      for (const Request& r : rs) visit(r);
   }
 
   uint64_t size() const {
@@ -188,7 +194,7 @@ class EventCensus {
 
 class BlockIoAssembler::Impl {
  public:
-  Impl(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+  Impl(IoOutput& out, ImportReport& report, const ImportOptions& options)
       : out_(out), report_(report), options_(options) {}
 
   void on_event(const TraceEvent& ev, const EventPlace& place) {
@@ -286,7 +292,7 @@ class BlockIoAssembler::Impl {
       });
     }
     const uint64_t held = held_ios_;
-    if (held_) held_->drain(out_);
+    if (held_) held_->drain([this](const Io& io) { out_.append(io); });
     report_.ios += held;
 
     auto note = [this](uint64_t n, const char* what) {
@@ -309,6 +315,33 @@ class BlockIoAssembler::Impl {
     note(remaps_followed_, "remap (A) events moved a queued bio to the device below");
     note(passthrough_, "passthrough (PC) events skipped");
     if (auto clocks = census_.clock_note()) report_.notes.push_back(*clocks);
+  }
+
+  int64_t oldest_outstanding_ns() const {
+    int64_t oldest = kNoTime;
+    auto visit = [&oldest](const Request& r) {
+      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
+      if (t != kNoTime && (oldest == kNoTime || t < oldest)) oldest = t;
+    };
+    queued_.for_each(visit);
+    in_flight_.for_each(visit);
+    return oldest;
+  }
+
+  uint64_t write_outstanding(int64_t before_ns) {
+    uint64_t written = 0;
+    in_flight_.take_if([&](Key k, const Request& r) {
+      if (r.issue_ns >= before_ns) return false;
+      out_.append(io_of(r, k.dev, r.place));
+      ++written;
+      return true;
+    });
+    queued_.take_if([&](Key, const Request& r) {
+      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
+      return t < before_ns;
+    });
+    report_.ios += written;
+    return written;
   }
 
  private:
@@ -470,7 +503,7 @@ class BlockIoAssembler::Impl {
     return it->second;
   }
 
-  TraceWriter& out_;
+  IoOutput& out_;
   ImportReport& report_;
   const ImportOptions options_;
   EventCensus census_;
@@ -493,11 +526,13 @@ InputError EventPlace::error(const std::string& why) const {
   return is_line ? error_at_line(*file, at, why) : error_at_byte(*file, at, why);
 }
 
-BlockIoAssembler::BlockIoAssembler(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+BlockIoAssembler::BlockIoAssembler(IoOutput& out, ImportReport& report, const ImportOptions& options)
     : impl_(std::make_unique<Impl>(out, report, options)) {}
 BlockIoAssembler::~BlockIoAssembler() = default;
 
 void BlockIoAssembler::on_event(const TraceEvent& ev, const EventPlace& place) { impl_->on_event(ev, place); }
 void BlockIoAssembler::finish() { impl_->finish(); }
+int64_t BlockIoAssembler::oldest_outstanding_ns() const { return impl_->oldest_outstanding_ns(); }
+uint64_t BlockIoAssembler::write_outstanding(int64_t before_ns) { return impl_->write_outstanding(before_ns); }
 
 }  // namespace iotape::blk
