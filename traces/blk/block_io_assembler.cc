@@ -44,6 +44,7 @@ struct Request {
   Op op = Op::kRead;
   uint32_t flags = 0;
   bool remapped = false;  // moved here by an A event, not yet queued on this device
+  bool empty_preflush = false;  // queued as a write of no data with a preflush (an fsync's)
   EventPlace place;       // its latest Q, G, I or D, for errors about an IO written at the end
 };
 
@@ -355,6 +356,7 @@ class BlockIoAssembler::Impl {
     r.cgroup = ev.cgroup;
     r.cpu = static_cast<int32_t>(ev.cpu);
     set_op(r, ev);  // until a D says how it was issued
+    r.empty_preflush = ev.bytes == 0 && (ev.categories() & category::kFlush) && (ev.categories() & category::kWrite);
     r.place = place;
     return r;
   }
@@ -398,7 +400,12 @@ class BlockIoAssembler::Impl {
       held_ios_ = 0;
     }
     Request r;
-    if (queued_.front(k)) {
+    // A flush request (a flush without a write: REQ_OP_FLUSH, kernels since
+    // 4.8) is the flush machinery's own, not the empty preflush write queued
+    // at the same place: that one completes without being issued.
+    const bool flush_request =
+        ev.bytes == 0 && (ev.categories() & category::kFlush) && !(ev.categories() & category::kWrite);
+    if (Request* q = queued_.front(k); q && !(flush_request && q->empty_preflush)) {
       r = queued_.take_front(k);
       r.remapped = false;
     } else {
@@ -421,6 +428,7 @@ class BlockIoAssembler::Impl {
       std::optional<Request> bio;
       if (queued_.front(k)) bio = queued_.take_front(k);
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
+      if (bio && bio->empty_preflush && bio->queue_ns != kNoTime) return complete_unissued(*bio, ev, place);
       ++unmatched_completions_;
       ++report_.skipped;
       return;
@@ -436,6 +444,20 @@ class BlockIoAssembler::Impl {
     if (ev.sectorless) r->start = ev.sector;
     const Request done = in_flight_.take_front(k);
     Io io = io_of(done, ev.dev, place);
+    io.complete_ns = static_cast<int64_t>(ev.time);
+    out_.append(io);
+    ++report_.ios;
+  }
+
+  // An empty preflush write completed by the flush machinery, never issued:
+  // its issue time is its queue time (as the eBPF back end records it).
+  void complete_unissued(Request r, const TraceEvent& ev, const EventPlace& place) {
+    r.issue_ns = r.queue_ns;
+    r.op = Op::kWrite;
+    r.flags |= flag::kPreflush;
+    const int16_t err = static_cast<int16_t>(ev.error);
+    r.status = err > 0 ? -err : err;
+    Io io = io_of(r, ev.dev, place);
     io.complete_ns = static_cast<int64_t>(ev.time);
     out_.append(io);
     ++report_.ios;

@@ -12,6 +12,9 @@
 //   D (issued)        issue time; op and flags of the request as dispatched
 //   R (requeued)      back to the queue, to be issued again
 //   C (completed)     completion time and status; the IO is written
+// An empty preflush write (an fsync's) that the flush machinery completes
+// without issuing is an IO of its own, its queue time standing as issue time;
+// the flush request it causes (a flush without a write, D and C) is another.
 // Requests are matched by (device, sector). Events that match nothing are
 // counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
 // requests are not IOs of the block layer's address space and are skipped.
