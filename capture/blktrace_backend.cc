@@ -1,12 +1,14 @@
 // The blktrace back end. blktrace's own relay files in debugfs are refused
 // under kernel lockdown, so this uses the ftrace `blk` tracer: per-device
 // trace/enable, current_tracer=blk, trace_clock=boot (the clock of the eBPF
-// back end). With options/bin set and options/context-info cleared, trace_pipe
-// yields blktrace's own binary records (the kernel synthesizes them:
-// blk_trace_synthesize_old_trace in kernel/trace/blktrace.c), merged across
-// CPUs in time order. They are decoded and folded into IOs by the same code
-// as `iotape import blktrace` (traces/blk), so capture and import reconstruct
-// IOs alike: merges, splits, remaps, requeues, flushes.
+// back end). Each CPU's ring buffer is read page by page from
+// per_cpu/cpuN/trace_pipe_raw: the kernel only hands over pages, and the
+// records in them are blktrace's own (struct blk_io_trace, its first 16
+// bytes overlaid by ftrace's entry header; kernel/trace/blktrace.c builds the
+// binary stream's records from them the same way). The CPUs' events are merged
+// by time here and folded into IOs by the same code as `iotape import
+// blktrace` (traces/blk), so capture and import reconstruct IOs alike:
+// merges, splits, remaps, requeues, flushes, with nanosecond times.
 //
 // The records name the thread, not the process, and carry no process name:
 // both are looked up in /proc while the thread lives, in the tracer's saved
@@ -19,6 +21,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <deque>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -44,6 +48,18 @@ constexpr int64_t kThreadCacheNs = 1'000'000'000;    // names change (exec, prct
 // stuck: it is written without completion and forgotten, so memory stays bounded.
 constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
 constexpr uint32_t kNoDevice = UINT32_MAX;
+// An event is stamped when its slot is reserved and readable once committed,
+// a few microseconds later at most: events this much older than the start of
+// a read of every CPU's buffer can no longer be overtaken by another CPU's.
+constexpr int64_t kMergeSlackNs = 10'000'000;
+
+// The ring buffer's page (events/header_page) and event header (events/header_event).
+constexpr size_t kPageHeader = 16;          // u64 time stamp, u64 commit
+constexpr uint64_t kCommitMask = (1u << 27) - 1;  // the commit's data length; flags above
+constexpr uint32_t kTypePadding = 29, kTypeTimeExtend = 30, kTypeTimeStamp = 31;
+// An ftrace blk entry: ftrace's 8-byte entry header and 8 unused bytes, then
+// blk_io_trace from its sector on.
+constexpr size_t kEntryOverlay = 16;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -131,7 +147,7 @@ uint32_t io_uring_owner(std::string_view comm) {
 
 class BlktraceBackend final : public Backend, private blk::IoOutput {
  public:
-  explicit BlktraceBackend(const BackendOptions& o) : opt_(o), decoder_(kTracefs + "/trace_pipe") {
+  explicit BlktraceBackend(const BackendOptions& o) : opt_(o) {
     ensure_tracefs();
     const std::string tracer = read_file(kTracefs + "/current_tracer");
     if (tracer != "nop")
@@ -141,48 +157,51 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     for (uint32_t i = 0; i < o.devices.size(); ++i)
       index_[blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
     change(kTracefs + "/trace_clock", "boot", selected(read_file(kTracefs + "/trace_clock")));
-    // Binary records without ftrace's own prefix; the blk tracer's options
-    // that would print text (classic) or lengthen the records (cgroup) off.
-    change(kTracefs + "/options/bin", "1");
-    change(kTracefs + "/options/context-info", "0");
-    change(kTracefs + "/options/blk_classic", "0");
-    change(kTracefs + "/options/blk_cgroup", "0");
+    change(kTracefs + "/options/blk_cgroup", "0");  // a cgroup id would lengthen the records
+    // Wake the reader as soon as there are events (not when half the
+    // buffer is full): a thread's process is looked up in /proc when its
+    // events are read, and short-lived threads are gone soon.
+    change(kTracefs + "/buffer_percent", "0");
     const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
     const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
     change(kTracefs + "/buffer_size_kb", std::to_string(buffer / 1024 / static_cast<uint64_t>(cpus > 0 ? cpus : 1)));
     for (const auto& d : o.devices) change("/sys/block/" + d.name + "/trace/enable", "1", "0");
     write_file(kTracefs + "/trace", "");  // start from an empty buffer
     overrun_base_ = overruns();
-    // The tracer cannot change while trace_pipe is open (EBUSY): set it first, close the pipe first.
+    // The tracer cannot change while its pipes are open (EBUSY): set it first, close the pipes first.
     tracer_ = std::make_unique<Setting>(kTracefs + "/current_tracer", "blk", "nop");
-    fd_ = ::open((kTracefs + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) throw error_errno(kTracefs + "/trace_pipe", "cannot open", errno);
+    for (long cpu = 0; cpu < cpus; ++cpu) {
+      const std::string path = kTracefs + "/per_cpu/cpu" + std::to_string(cpu) + "/trace_pipe_raw";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) {
+        if (errno == ENOENT) continue;  // not a possible CPU
+        throw error_errno(path, "cannot open", errno);
+      }
+      cpus_.push_back(std::make_unique<CpuStream>(fd, path));
+    }
   }
 
   ~BlktraceBackend() override {
-    ::close(fd_);
+    cpus_.clear();
     tracer_.reset();
     while (!settings_.empty()) settings_.pop_back();  // reverse order of setting up
   }
 
   v1::Source source() const override { return v1::SOURCE_BLKTRACE; }
-  std::string detail() const override { return "blktrace:ftrace-bin"; }
+  std::string detail() const override { return "blktrace:ftrace-raw"; }
 
   void poll(int timeout_ms, const IoSink& sink) override {
-    pollfd p{fd_, POLLIN, 0};
-    // The pipe wakes its reader only when the buffer is partly full
+    std::vector<pollfd> fds;
+    for (const auto& c : cpus_) fds.push_back({c->fd, POLLIN, 0});
+    // The pipes wake their reader only when a buffer is partly full
     // (buffer_percent): read what is there after the timeout too.
-    if (::poll(&p, 1, timeout_ms) < 0) return;  // a signal
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // a signal
     sink_ = &sink;
-    for (;;) {
-      if (buf_.size() - end_ < kRead) buf_.resize(end_ + kRead);
-      const ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
-      if (n <= 0) break;
-      end_ += static_cast<size_t>(n);
-      consume();
-    }
+    read_and_merge(false);
     if (const int64_t now = boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
-      if (threads_.size() > kMaxThreads) threads_.clear();
+      // Events waiting to be merged point into the cache: clear it only without them.
+      const bool waiting = std::any_of(cpus_.begin(), cpus_.end(), [](const auto& c) { return !c->events.empty(); });
+      if (threads_.size() > kMaxThreads && !waiting) threads_.clear();
       ++generation_;
       uncompleted_ += assembler_.write_outstanding(now - kOutstandingLimitNs);
       last_expiry_ = now;
@@ -194,6 +213,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
 
   void finish(const IoSink& sink) override {
     sink_ = &sink;
+    read_and_merge(true);
     uncompleted_ += assembler_.write_outstanding(INT64_MAX);
     sink_ = nullptr;
   }
@@ -201,32 +221,105 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   uint64_t uncompleted() override { return uncompleted_; }
 
  private:
-  static constexpr size_t kRead = 1 << 20;
+  // One CPU's ring buffer: its pipe, and the events read but not yet merged.
+  struct CpuStream {
+    CpuStream(int fd_, std::string name_) : fd(fd_), decoder(std::move(name_)) {}
+    ~CpuStream() { ::close(fd); }
+    int fd;
+    blk::RecordDecoder decoder;  // names the pipe in errors
+    std::deque<std::pair<blk::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
+    uint64_t offset = 0;  // bytes read from the pipe so far
+  };
 
-  // Decodes every whole record in buf_[0, end_) and keeps the rest.
-  void consume() {
-    size_t at = 0;
-    while (end_ - at >= sizeof(blktrace::Record)) {
-      const char* p = buf_.data() + at;
-      if (!blktrace::is_magic(load<uint32_t>(p))) {
-        // trace_pipe reports an overrun in text between the records: "CPU:1 [LOST 12 EVENTS]\n".
-        const size_t line_max = std::min<size_t>(end_ - at, 256);
-        const char* nl = static_cast<const char*>(std::memchr(p, '\n', line_max));
-        if (std::string_view(p, 4) != "CPU:" || (!nl && line_max == 256))
-          throw error_at_byte(decoder_.name(), offset_ + at,
-                              "bad magic: not a blktrace record (another tool's events in the ftrace buffer?)");
-        if (!nl) break;
-        at = static_cast<size_t>(nl + 1 - buf_.data());
+  // Reads every CPU's pages, then passes the assembler, in time order, the
+  // events no other CPU's can come before any more (all of them at the end).
+  void read_and_merge(bool all) {
+    const int64_t read_start = boottime_ns();
+    for (auto& c : cpus_) read_pages(*c);
+    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kMergeSlackNs, 0));
+    for (;;) {
+      CpuStream* first = nullptr;
+      for (auto& c : cpus_)
+        if (!c->events.empty() && c->events.front().first.time <= until &&
+            (!first || c->events.front().first.time < first->events.front().first.time))
+          first = c.get();
+      if (!first) break;
+      const auto& [ev, at] = first->events.front();
+      assembler_.on_event(ev, {&first->decoder.name(), at, false});
+      first->events.pop_front();
+    }
+  }
+
+  void read_pages(CpuStream& c) {
+    for (;;) {
+      const ssize_t n = ::read(c.fd, page_.data(), page_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // EAGAIN: read to its end
+      parse_page(c, static_cast<size_t>(n));
+      c.offset += static_cast<uint64_t>(n);
+    }
+  }
+
+  // The events of one page (kernel/trace/ring_buffer.c): a time stamp, the
+  // length of the data, then events each with a 5-bit type or length and a
+  // 27-bit time delta.
+  void parse_page(CpuStream& c, size_t n) {
+    if (n < kPageHeader) throw error_at_byte(c.decoder.name(), c.offset, "a ring buffer page cut short");
+    const char* page = page_.data();
+    uint64_t ts = load<uint64_t>(page);
+    const size_t end = kPageHeader + std::min<size_t>(load<uint64_t>(page + 8) & kCommitMask, n - kPageHeader);
+    size_t at = kPageHeader;
+    auto fail = [&](const std::string& why) { return error_at_byte(c.decoder.name(), c.offset + at, why); };
+    while (at + 4 <= end) {
+      const uint32_t header = load<uint32_t>(page + at);
+      const uint32_t type = header & 0x1f, delta = header >> 5;
+      uint64_t array0 = at + 8 <= end ? load<uint32_t>(page + at + 4) : 0;
+      if (type == kTypePadding) {
+        if (delta == 0) break;  // the rest of the page is empty
+        at += 4 + array0;
         continue;
       }
-      const size_t size = decoder_.record_size(p, offset_ + at);
-      if (end_ - at < size) break;
-      on_event(decoder_.decode(p, offset_ + at), offset_ + at);
-      at += size;
+      if (type == kTypeTimeExtend || type == kTypeTimeStamp) {
+        const uint64_t t = array0 << 27 | delta;
+        ts = type == kTypeTimeExtend ? ts + t : t;
+        at += 8;
+        continue;
+      }
+      ts += delta;
+      size_t data = at + 4, len = type * 4u;
+      if (type == 0) {  // a long event: its length (and that word) in array[0]
+        data = at + 8;
+        len = array0 >= 4 ? array0 - 4 : 0;
+      }
+      if (data + len > end) throw fail("an event runs past the end of its ring buffer page");
+      add_entry(c, page + data, len, ts, c.offset + data);
+      at = data + len;
     }
-    std::memmove(buf_.data(), buf_.data() + at, end_ - at);
-    end_ -= at;
-    offset_ += at;
+  }
+
+  // One ftrace blk entry as the blktrace record it stands for.
+  void add_entry(CpuStream& c, const char* entry, size_t len, uint64_t ts, uint64_t at) {
+    if (len < sizeof(blktrace::Record)) return;  // not the blk tracer's
+    const size_t size = sizeof(blktrace::Record) + load<uint16_t>(entry + offsetof(blktrace::Record, pdu_len));
+    if (size > len) return;
+    record_.resize(size);
+    blktrace::Record head{};
+    head.magic = blktrace::kMagic | blktrace::kVersion;
+    head.time = ts;
+    std::memcpy(record_.data(), &head, kEntryOverlay);
+    std::memcpy(record_.data() + kEntryOverlay, entry + kEntryOverlay, size - kEntryOverlay);
+    c.decoder.record_size(record_.data(), at);
+    blk::TraceEvent ev = c.decoder.decode(record_.data(), at);
+    if (!index_.contains(ev.dev) && ev.what() != blktrace::kRemap) return;
+    // Q, G and I run in the submitter's context: they give the IO its
+    // process, looked up now, while the thread most likely still lives. The
+    // name points into the thread cache.
+    if (const uint32_t w = ev.what(); w == blktrace::kQueue || w == blktrace::kGetrq || w == blktrace::kInsert) {
+      const Thread& t = thread(ev.pid);
+      ev.pid = t.tgid;
+      ev.comm = t.comm;
+    }
+    c.events.emplace_back(ev, at);
   }
 
   template <typename T>
@@ -236,25 +329,18 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     return v;
   }
 
-  void on_event(const blk::TraceEvent& decoded, uint64_t at) {
-    if (!index_.contains(decoded.dev) && decoded.what() != blktrace::kRemap) return;
-    blk::TraceEvent ev = decoded;
-    // Q, G and I run in the submitter's context: they give the IO its process.
-    if (const uint32_t w = ev.what(); w == blktrace::kQueue || w == blktrace::kGetrq || w == blktrace::kInsert) {
-      const Thread& t = thread(ev.pid);
-      ev.pid = t.tgid;
-      ev.comm = t.comm;
-    }
-    assembler_.on_event(ev, {&decoder_.name(), at, false});
-  }
-
-  // The process and name of thread `tid`, cached for a while.
+  // The process and name of thread `tid`, looked up again once a generation
+  // (names change: exec, prctl); a thread gone since keeps what was known.
   const Thread& thread(uint32_t tid) {
     auto [it, added] = threads_.try_emplace(tid);
     if (!added && it->second.generation == generation_) return it->second.thread;
     it->second.generation = generation_;
     Thread& t = it->second.thread;
-    if (proc_thread(tid, t)) return t;
+    if (Thread now; proc_thread(tid, now)) {
+      t = std::move(now);
+      return t;
+    }
+    if (!added) return t;
     // Gone already (io_uring's workers exit with their ring): the name the
     // tracer saved, and the process of the thread that made the ring.
     t.comm = saved_cmdline(tid);
@@ -323,11 +409,9 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
   std::vector<std::unique_ptr<Setting>> settings_;
   std::unique_ptr<Setting> tracer_;
-  int fd_ = -1;
-  std::vector<char> buf_;
-  size_t end_ = 0;       // bytes in buf_
-  uint64_t offset_ = 0;  // stream offset of buf_[0]
-  blk::RecordDecoder decoder_;
+  std::vector<std::unique_ptr<CpuStream>> cpus_;
+  std::vector<char> page_ = std::vector<char>(1 << 20);  // a read returns one page (sub-buffer) at most
+  std::string record_;
   ImportReport report_;
   blk::BlockIoAssembler assembler_{*this, report_};
   const IoSink* sink_ = nullptr;
