@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +49,7 @@ constexpr int64_t kThreadCacheNs = 1'000'000'000;    // names change (exec, prct
 // stuck: it is written without completion and forgotten, so memory stays bounded.
 constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
 constexpr uint32_t kNoDevice = UINT32_MAX;
+constexpr int64_t kReadIntervalNs = 2'000'000;  // at most one read of the buffers this often
 // An event is stamped when its slot is reserved and readable once committed,
 // a few microseconds later at most: events this much older than the start of
 // a read of every CPU's buffer can no longer be overtaken by another CPU's.
@@ -158,9 +160,9 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
       index_[blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
     change(kTracefs + "/trace_clock", "boot", selected(read_file(kTracefs + "/trace_clock")));
     change(kTracefs + "/options/blk_cgroup", "0");  // a cgroup id would lengthen the records
-    // Wake the reader as soon as there are events (not when half the
-    // buffer is full): a thread's process is looked up in /proc when its
-    // events are read, and short-lived threads are gone soon.
+    // Wake the reader when there are events (not when half the buffer is
+    // full): a thread's process is looked up in /proc when its events are
+    // read, and short-lived threads are gone soon.
     change(kTracefs + "/buffer_percent", "0");
     const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
     const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
@@ -191,12 +193,17 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   std::string detail() const override { return "blktrace:ftrace-raw"; }
 
   void poll(int timeout_ms, const IoSink& sink) override {
+    // Every wakeup costs: reading at most every kReadInterval lets the
+    // events of that long come in one batch of pages.
+    if (const int64_t since = boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
+      const timespec pause{0, kReadIntervalNs - since};
+      if (::nanosleep(&pause, nullptr) != 0) return;  // a signal
+    }
     std::vector<pollfd> fds;
     for (const auto& c : cpus_) fds.push_back({c->fd, POLLIN, 0});
-    // The pipes wake their reader only when a buffer is partly full
-    // (buffer_percent): read what is there after the timeout too.
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // a signal
     sink_ = &sink;
+    last_read_ = boottime_ns();
     read_and_merge(false);
     if (const int64_t now = boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
       // Events waiting to be merged point into the cache: clear it only without them.
@@ -422,6 +429,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   std::unordered_map<uint32_t, CachedThread> threads_;
   uint64_t generation_ = 1;
   int64_t last_expiry_ = 0;
+  int64_t last_read_ = 0;
   uint64_t overrun_base_ = 0;
   uint64_t uncompleted_ = 0;
 };
