@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <deque>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -234,7 +233,8 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     ~CpuStream() { ::close(fd); }
     int fd;
     blk::RecordDecoder decoder;  // names the pipe in errors
-    std::deque<std::pair<blk::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
+    std::vector<std::pair<blk::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
+    size_t merged = 0;  // events[0, merged) are passed on: removed after each merge
     uint64_t offset = 0;  // bytes read from the pipe so far
   };
 
@@ -247,13 +247,16 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     for (;;) {
       CpuStream* first = nullptr;
       for (auto& c : cpus_)
-        if (!c->events.empty() && c->events.front().first.time <= until &&
-            (!first || c->events.front().first.time < first->events.front().first.time))
+        if (c->merged < c->events.size() && c->events[c->merged].first.time <= until &&
+            (!first || c->events[c->merged].first.time < first->events[first->merged].first.time))
           first = c.get();
       if (!first) break;
-      const auto& [ev, at] = first->events.front();
+      const auto& [ev, at] = first->events[first->merged++];
       assembler_.on_event(ev, {&first->decoder.name(), at, false});
-      first->events.pop_front();
+    }
+    for (auto& c : cpus_) {
+      c->events.erase(c->events.begin(), c->events.begin() + static_cast<ptrdiff_t>(c->merged));
+      c->merged = 0;
     }
   }
 

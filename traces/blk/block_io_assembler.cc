@@ -1,7 +1,6 @@
 #include "traces/blk/block_io_assembler.h"
 
 #include <algorithm>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -99,14 +98,15 @@ class Requests {
     auto it = map_.find(k);
     Request r = std::move(front ? it->second.front() : it->second.back());
     if (front)
-      it->second.pop_front();
+      it->second.erase(it->second.begin());
     else
       it->second.pop_back();
     if (it->second.empty()) map_.erase(it);
     return r;
   }
 
-  std::map<Key, std::deque<Request>> map_;
+  // Almost always one request a place: a vector costs one allocation, a deque three.
+  std::map<Key, std::vector<Request>> map_;
 };
 
 Op op_of(const TraceEvent& ev) {
