@@ -6,6 +6,8 @@
 // setting it changed, whatever happened in between.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +39,15 @@ class Backend {
   // Waits up to timeout_ms for IOs and passes each completed IO to `sink`.
   // Returns early (without error) when a signal interrupts the wait.
   virtual void poll(int timeout_ms, const IoSink& sink) = 0;
+  // Passes `sink` every IO completed so far, as poll(0) does, and returns a
+  // time no IO still to come was issued before, among those issued at or
+  // after `floor_ns`: the issue time of the oldest request in flight, or
+  // about now (less kStampSlackNs) when none is. Never below `floor_ns`. A
+  // request issued before `floor_ns` and still in flight (a retried or stuck
+  // one, or a completion the kernel did not deliver) is not waited for: it
+  // comes later, if at all, and the caller writes it late. Costs a scan of
+  // the in-flight tables: call it when about to flush, not on every poll.
+  virtual int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) = 0;
   // Events lost so far (buffer overruns): the trace stores the count.
   virtual uint64_t dropped() = 0;
   // Completions recorded without their submission (in flight when the capture
@@ -53,6 +64,16 @@ std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);
 std::unique_ptr<Backend> make_blktrace_backend(const BackendOptions& options);
 
 // CLOCK_BOOTTIME now, the clock of every recorded timestamp.
-int64_t boottime_ns();
+inline int64_t boottime_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// How long before it can be seen an event may carry its time: the kernel
+// reads the clock, then stores the entry or writes the event. A back end that
+// sees nothing in flight at time t vouches only for IOs issued before
+// t - kStampSlackNs.
+inline constexpr int64_t kStampSlackNs = 1'000'000;
 
 }  // namespace iotape::capture

@@ -215,6 +215,16 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     sink_ = nullptr;
   }
 
+  // Every IO still to come is a request the assembler holds, or its first
+  // event is not merged yet: stamped after what read_and_merge passed on.
+  int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
+    sink_ = &sink;
+    const int64_t merged = read_and_merge(false);
+    sink_ = nullptr;
+    const int64_t held = assembler_.oldest_outstanding_ns(floor_ns);
+    return std::max(held == kNoTime ? merged : std::min(held, merged), floor_ns);
+  }
+
   uint64_t dropped() override { return overruns() - overrun_base_; }
 
   void finish(const IoSink& sink) override {
@@ -240,7 +250,8 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
 
   // Reads every CPU's pages, then passes the assembler, in time order, the
   // events no other CPU's can come before any more (all of them at the end).
-  void read_and_merge(bool all) {
+  // Returns the time before which every event has been passed on.
+  int64_t read_and_merge(bool all) {
     const int64_t read_start = boottime_ns();
     for (auto& c : cpus_) read_pages(*c);
     const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kMergeSlackNs, 0));
@@ -258,6 +269,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
       c->events.erase(c->events.begin(), c->events.begin() + static_cast<ptrdiff_t>(c->merged));
       c->merged = 0;
     }
+    return static_cast<int64_t>(std::min<uint64_t>(until, INT64_MAX));
   }
 
   void read_pages(CpuStream& c) {

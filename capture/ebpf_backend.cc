@@ -1,9 +1,12 @@
 // The eBPF back end: loads iotrace.bpf.c and turns its records into Ios.
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -24,6 +27,8 @@ constexpr uint64_t kDefaultBuffer = 16u << 20;
 // In-flight slots for all devices (80 bytes each): a loop device needs 256,
 // an NVMe drive 2,046 per hardware queue. Devices beyond it use the hash table.
 constexpr uint32_t kMaxSlots = 1u << 17;
+// Hash table entries read per system call when scanning it.
+constexpr uint32_t kHashBatch = 256;
 
 // libbpf explains load failures (verifier log, missing BTF) at warning level.
 // The library prints nothing itself: the last of those lines go into the error.
@@ -121,12 +126,17 @@ class EbpfBackend final : public Backend {
     ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), on_event, this, nullptr);
     if (!ring_) fail("cannot open the ring buffer", -errno);
     ncpus_ = libbpf_num_possible_cpus();
+    // Read-only views: the ring buffer's consumer and producer pages, and the slot array.
+    page_ = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    positions_ = ::mmap(nullptr, 2 * page_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.events), 0);
+    if (positions_ == MAP_FAILED) fail("cannot map the ring buffer's positions", -errno);
+    if (slot_count_) {
+      slots_ = ::mmap(nullptr, slot_bytes(), PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
+      if (slots_ == MAP_FAILED) fail("cannot map the slot table", -errno);
+    }
   }
 
-  ~EbpfBackend() override {
-    ring_buffer__free(ring_);
-    iotrace_bpf__destroy(skel_);
-  }
+  ~EbpfBackend() override { tear_down(); }
 
   v1::Source source() const override { return v1::SOURCE_EBPF; }
   std::string detail() const override { return detail_; }
@@ -141,27 +151,42 @@ class EbpfBackend final : public Backend {
     if (n < 0 && n != -EINTR) throw TraceError(std::string("ring buffer: ") + std::strerror(-n));
   }
 
+  // An entry closes after its record is reserved and committed, so each IO
+  // not yet passed on is either open in a table the scan reads, or in the
+  // ring buffer below the producer position read after the scan. Consuming
+  // up to that position then leaves only IOs open at the scan, or issued
+  // after it began.
+  int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
+    int64_t oldest = boottime_ns() - kStampSlackNs;
+    const bool whole = for_each_entry([&](const iotrace_inflight& e) {
+      // An entry's IO goes out with its issue time or, completed without
+      // being issued (an fsync's empty write), its queue time. Both 0: being
+      // opened right now.
+      const int64_t issue = static_cast<int64_t>(e.issue_ns ? e.issue_ns : e.queue_ns);
+      if (issue >= floor_ns && issue < oldest) oldest = issue;
+    });
+    if (!whole) return floor_ns;
+    const uint64_t reserved = ring_position(page_);
+    poll(0, sink);
+    // Consuming stops at a record still being written (by a program on
+    // another CPU, for microseconds); records behind it may be IOs the scan
+    // no longer saw.
+    for (int tries = 0; ring_position(0) < reserved; ++tries) {
+      if (tries == 100) return floor_ns;
+      const timespec pause{0, 20'000};
+      ::nanosleep(&pause, nullptr);
+      poll(0, sink);
+    }
+    return std::max(oldest, floor_ns);
+  }
+
   void finish(const IoSink& sink) override {
     // Detached, nothing changes the tables any more: what completed is in the
     // ring buffer; an entry left issued was never completed (one not yet
     // issued is an IO that never reached the device within the capture).
     iotrace_bpf__detach(skel_);
     poll(0, sink);
-    bpf_map* table = skel_->maps.inflight;
-    uint64_t key = 0, next = 0;
-    const uint64_t* prev = nullptr;
-    while (bpf_map__get_next_key(table, prev, &next, sizeof next) == 0) {
-      key = next;
-      prev = &key;
-      iotrace_inflight s{};
-      if (bpf_map__lookup_elem(table, &key, sizeof key, &s, sizeof s, 0) == 0) send_uncompleted(s, sink);
-    }
-    if (slot_count_ == 0) return;
-    const size_t bytes = size_t{slot_count_} * sizeof(iotrace_inflight);
-    void* slots = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
-    if (slots == MAP_FAILED) throw TraceError(std::string("cannot read the slot table: ") + std::strerror(errno));
-    for (uint32_t i = 0; i < slot_count_; ++i) send_uncompleted(static_cast<const iotrace_inflight*>(slots)[i], sink);
-    ::munmap(slots, bytes);
+    for_each_entry([&](const iotrace_inflight& e) { send_uncompleted(e, sink); });
   }
 
   uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
@@ -187,6 +212,44 @@ class EbpfBackend final : public Backend {
       out.push_back(d);
     }
     return out;
+  }
+
+  size_t slot_bytes() const { return size_t{slot_count_} * sizeof(iotrace_inflight); }
+
+  // A position of the ring buffer (kept by the kernel and libbpf at the start
+  // of their pages): the consumer's at offset 0, the producer's at page_.
+  uint64_t ring_position(size_t offset) const {
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(static_cast<const char*>(positions_) + offset),
+                           __ATOMIC_ACQUIRE);
+  }
+
+  // Calls `f` with every entry of the slot array, then of the hash table,
+  // while the BPF programs may be changing them; false when the hash table
+  // could not be read to the end. A slot read as it changes mixes two
+  // entries: its older times come first, so a bound from them errs early.
+  template <typename F>
+  bool for_each_entry(F&& f) {
+    const auto* slots = static_cast<const iotrace_inflight*>(slots_);
+    for (uint32_t i = 0; i < slot_count_; ++i) {
+      iotrace_inflight e{};
+      e.rq = __atomic_load_n(&slots[i].rq, __ATOMIC_ACQUIRE);
+      if (!e.rq) continue;
+      e = slots[i];
+      f(e);
+    }
+    std::vector<uint64_t> keys(kHashBatch);
+    std::vector<iotrace_inflight> entries(kHashBatch);
+    uint32_t batch = 0;
+    for (bool first = true;; first = false) {
+      uint32_t n = kHashBatch;
+      const int err = bpf_map_lookup_batch(bpf_map__fd(skel_->maps.inflight), first ? nullptr : &batch, &batch,
+                                           keys.data(), entries.data(), &n, nullptr) < 0
+                          ? errno
+                          : 0;
+      if (err && err != ENOENT) return false;
+      for (uint32_t i = 0; i < n; ++i) f(entries[i]);
+      if (err == ENOENT) return true;  // that was the last batch
+    }
   }
 
   // An open entry that was issued: its IO without a completion time.
@@ -219,9 +282,15 @@ class EbpfBackend final : public Backend {
     return total;
   }
 
-  [[noreturn]] void fail(const std::string& what, int err) {
+  void tear_down() {
+    if (slots_ && slots_ != MAP_FAILED) ::munmap(slots_, slot_bytes());
+    if (positions_ && positions_ != MAP_FAILED) ::munmap(positions_, 2 * page_);
     ring_buffer__free(ring_);
     iotrace_bpf__destroy(skel_);
+  }
+
+  [[noreturn]] void fail(const std::string& what, int err) {
+    tear_down();
     std::string msg = what + ": " + std::strerror(err < 0 ? -err : err);
     if (!g_libbpf_log.empty()) msg += "\nlibbpf: " + g_libbpf_log;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
@@ -261,6 +330,9 @@ class EbpfBackend final : public Backend {
   std::string detail_;
   int ncpus_ = 1;
   uint32_t slot_count_ = 0;
+  size_t page_ = 4096;
+  void* positions_ = nullptr;  // the ring buffer's consumer and producer pages
+  void* slots_ = nullptr;      // the slot array, slot_count_ entries
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
   uint64_t last_uncompleted_ = 0;

@@ -33,7 +33,7 @@ void sort_run(std::vector<Io>& ios) {
 
 }  // namespace
 
-IssueOrder::IssueOrder(int64_t window_ns, size_t max_ios) : window_ns_(window_ns), max_ios_(max_ios) {}
+IssueOrder::IssueOrder(size_t max_ios) : max_ios_(max_ios) {}
 
 void IssueOrder::add(const Io& io) {
   open_.push_back(io);
@@ -55,9 +55,9 @@ void IssueOrder::seal() {
   open_.reserve(size);  // polls are alike: the next one fits without regrowing
 }
 
-void IssueOrder::release(int64_t now_ns, const IoSink& emit, bool drain) {
+void IssueOrder::release(int64_t before_ns, const IoSink& emit, bool drain) {
   seal();
-  const int64_t cutoff = drain ? std::numeric_limits<int64_t>::max() : now_ns - window_ns_;
+  const int64_t cutoff = drain ? std::numeric_limits<int64_t>::max() : before_ns;
   while (!runs_.empty()) {
     // The top run emits until its front goes after the next run's front: the
     // earlier of the top's two children.
@@ -83,6 +83,17 @@ void IssueOrder::release(int64_t now_ns, const IoSink& emit, bool drain) {
     }
     runs_.pop_back();
   }
+}
+
+int64_t IssueOrder::earliest_completion() const {
+  int64_t earliest = kNoTime;
+  const auto consider = [&](const Io& io) {
+    if (io.has_complete() && (earliest == kNoTime || io.complete_ns < earliest)) earliest = io.complete_ns;
+  };
+  for (const Io& io : open_) consider(io);
+  for (const Run& run : runs_)
+    for (size_t i = run.next; i < run.ios.size(); ++i) consider(run.ios[i]);
+  return earliest;
 }
 
 }  // namespace iotape::capture

@@ -1,11 +1,13 @@
 // IssueOrder: turns completed IOs, which arrive in completion order, back
 // into issue order before they reach the TraceWriter.
 //
-// Each poll's IOs form one run, sorted once; release() merges the fronts of
-// the runs and hands out every IO issued more than `window_ns` before now.
-// IOs with equal issue times go out in arrival order. An IO in flight longer
-// than the window arrives after its place was written and is stored late (the
-// writer counts it). Cheaper than a heap over all held IOs: each IO is sorted
+// Each poll's IOs form one run, sorted once; release(before) merges the
+// fronts of the runs and hands out every IO issued before `before`. The
+// caller passes a time no IO still to come was issued before (the back end's
+// oldest outstanding issue time), so what goes out is final; an IO that comes
+// after its place was written (one in flight longer than the caller waits)
+// is stored late, and the writer counts it. IOs with equal issue times go out
+// in arrival order. Cheaper than a heap over all held IOs: each IO is sorted
 // within its run, then merged once, in cache-friendly order.
 #pragma once
 
@@ -20,14 +22,17 @@ namespace iotape::capture {
 class IssueOrder {
  public:
   // At most `max_ios` are held; beyond it the oldest go out early.
-  IssueOrder(int64_t window_ns, size_t max_ios);
+  explicit IssueOrder(size_t max_ios);
 
   void add(const Io& io);  // copies the IO; its comm is interned here
   void seal();             // ends the current run: call after each poll
-  // Emits, in issue order, the IOs issued before now_ns - window (all of them
+  // Emits, in issue order, the IOs issued before `before_ns` (all of them
   // with drain).
-  void release(int64_t now_ns, const IoSink& emit, bool drain = false);
+  void release(int64_t before_ns, const IoSink& emit, bool drain = false);
   size_t held() const { return held_; }
+  // The earliest completion time among the held IOs; kNoTime when none has
+  // one. Reads every held IO.
+  int64_t earliest_completion() const;
 
  private:
   struct Run {
@@ -41,7 +46,6 @@ class IssueOrder {
     return a.front() != b.front() ? a.front() > b.front() : a.seq > b.seq;
   }
 
-  int64_t window_ns_;
   size_t max_ios_;
   size_t held_ = 0;
   uint64_t sealed_ = 0;

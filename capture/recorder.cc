@@ -5,7 +5,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,15 @@
 
 namespace iotape::capture {
 namespace {
+
+constexpr int kPollMs = 100;  // the longest wait for IOs, and for a stop
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// A poll's wait until `left_ns` from now, rounded up, at most kPollMs.
+int poll_ms(int64_t left_ns) {
+  if (left_ns <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(kPollMs, (left_ns + 999'999) / 1'000'000));
+}
 
 int64_t clock_ns(clockid_t id) {
   timespec ts;
@@ -77,7 +88,6 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
   m["capture.backend"] = o.backend;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
-  m["capture.reorder_window_ns"] = std::to_string(o.reorder_window_ns);
   m["capture.zstd_level"] = std::to_string(o.output.writer.zstd_level);
   if (o.output.rotate_bytes) m["capture.rotate_bytes"] = std::to_string(o.output.rotate_bytes);
   if (o.output.rotate_ns) m["capture.rotate_ns"] = std::to_string(o.output.rotate_ns);
@@ -88,8 +98,6 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
 }
 
 }  // namespace
-
-int64_t boottime_ns() { return clock_ns(CLOCK_BOOTTIME); }
 
 RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
   std::vector<std::string> notes;
@@ -107,20 +115,39 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
 
   RecordResult r;
   uint64_t seen = 0, bytes = 0, dropped = 0;
-  IssueOrder order(o.reorder_window_ns, o.reorder_max_ios);
+  // Each flush writes the IOs issued before the oldest outstanding one, not
+  // counting those issued more than an interval ago: so when the earliest
+  // unflushed completion turns an interval old (`due`), its IO goes out.
+  const int64_t interval = o.output.writer.flush_interval_ns;
+  const bool flushing = o.output.writer.durability != Durability::kNone;
+  int64_t due = kNever;
+  int64_t outstanding = std::numeric_limits<int64_t>::min();  // the back end's last bound
+  IssueOrder order(o.reorder_max_ios);
   const IoSink sink = [&](const Io& io) {
     order.add(io);
     ++seen;
     bytes += io.length;
+    if (io.has_complete()) due = std::min(due, io.complete_ns + interval);
   };
   const IoSink write = [&](const Io& io) { out.append(io); };
   const int64_t start = boottime_ns();
   int64_t last_progress = start;
   try {
-    for (;;) {
-      backend->poll(100, sink);
-      const int64_t now = boottime_ns();
-      order.release(now, write);
+    for (int64_t now = start;;) {
+      backend->poll(flushing ? poll_ms(due - now) : kPollMs, sink);
+      now = boottime_ns();
+      if (flushing && now > due) {
+        outstanding = backend->oldest_outstanding_ns(now - interval, sink);
+        order.release(outstanding, write);
+        out.flush();
+        if (cb.durable && o.output.writer.durability == Durability::kFdatasync)
+          cb.durable(out.paths().back(), out.part_bytes());
+        const int64_t earliest = order.earliest_completion();
+        due = earliest == kNoTime ? kNever : earliest + interval;
+      } else {
+        // The last bound still holds; IOs an interval old are not waited for.
+        order.release(std::max(outstanding, now - interval), write);
+      }
       if (const uint64_t d = backend->dropped(); d > dropped) {
         out.add_dropped(d - dropped);
         dropped = d;
@@ -151,6 +178,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     r.uncompleted = backend->uncompleted();
     out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();
+    if (cb.durable && o.output.writer.durability == Durability::kFdatasync)
+      cb.durable(out.paths().back(), out.part_bytes());
   } catch (const IoError& e) {
     r.write_failed = true;
     r.stop_reason = e.what();

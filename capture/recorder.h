@@ -2,12 +2,23 @@
 //
 // Builds the header (host, kernel, clock anchors, devices, options), starts
 // the back end, and writes IOs until `stop` is set, the duration ends, or a
-// write fails (IoError: full disk), then flushes and closes every file. The
-// files are valid at every moment: a killed recorder loses only the IOs since
-// the last flush (at most flush_interval plus the reorder window). Other
+// write fails (IoError: full disk), then flushes and closes every file. Other
 // errors (no device to record, BPF refused, a format limit) are thrown.
 // record() installs no signal handlers and prints nothing: the caller sets
 // `stop` (from its own handlers) and shows what the callbacks tell it.
+//
+// The files are valid at every moment, and with a durability other than
+// kNone an IO that completed more than flush_interval + 0.1 s before the
+// recorder is killed is in them (with kFdatasync, also before a power loss).
+// A flush is due when the earliest completion not yet flushed is
+// flush_interval old; the 0.1 s is that flush (read the kernel's buffer,
+// compress, write, fdatasync) on storage that syncs within it.
+//
+// IOs arrive in completion order and are written in issue order: each is
+// held until every IO issued before it has come, as the back end's in-flight
+// tables tell (Backend::oldest_outstanding_ns). An IO in flight longer than
+// flush_interval is not waited for: it is written late, out of issue order,
+// and counted (the chunks' late_ios).
 #pragma once
 
 #include <atomic>
@@ -29,9 +40,7 @@ struct RecordOptions {
   uint32_t pid = 0;
   std::string comm;
   uint64_t buffer_bytes = 0;
-  // IOs arrive in completion order; each is held this long (issue time) to be
-  // written in issue order. Longer in flight: written late, and counted.
-  int64_t reorder_window_ns = 2'000'000'000;
+  // IOs held for issue order at most; beyond it the oldest are written early.
   size_t reorder_max_ios = size_t{1} << 20;
 };
 
@@ -49,7 +58,7 @@ struct RecordResult {
 // What the capture has done so far, about once a second.
 struct RecordProgress {
   int64_t elapsed_ns = 0;
-  uint64_t ios = 0;  // IOs seen (some may still wait in the reorder window)
+  uint64_t ios = 0;  // IOs seen (some still held for issue order)
   uint64_t bytes = 0;
   uint64_t dropped = 0;
   uint64_t file_bytes = 0;
@@ -58,6 +67,10 @@ struct RecordProgress {
 struct RecordCallbacks {
   std::function<void(const std::string&)> note;  // what is recorded, devices skipped; before the first IO
   std::function<void(const RecordProgress&)> progress;
+  // After each flush with Durability::kFdatasync, and after the last part is
+  // closed: the first `bytes` bytes of `path`, and every part before it, are
+  // on stable storage.
+  std::function<void(const std::string& path, uint64_t bytes)> durable;
 };
 
 // REQUIRES: root (BPF or tracefs). `stop` may be set from a signal handler.

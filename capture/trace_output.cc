@@ -1,8 +1,31 @@
 #include "capture/trace_output.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "traces/error.h"
+
 namespace iotape::capture {
+namespace {
+
+// Makes the directory entry of the file `path` durable: fdatasync on the file
+// alone may leave a new file nameless after a power loss.
+void sync_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw error_errno(dir, "cannot open the trace's directory", errno);
+  const int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  if (err) throw error_errno(dir, "fsync", err);
+}
+
+}  // namespace
 
 std::string anonymize_comm(std::string_view comm) {
   uint64_t h = 14695981039346656037ull;
@@ -30,6 +53,7 @@ void TraceOutput::open_part() {
   paths_.push_back(part_path(part));
   writer_ = std::make_unique<TraceWriter>(paths_.back(), header_, opt_.writer);
   part_start_ns_ = 0;
+  if (opt_.writer.durability == Durability::kFdatasync) sync_directory(paths_.back());
 }
 
 void TraceOutput::append(const Io& io) {
@@ -47,8 +71,9 @@ void TraceOutput::append(const Io& io) {
 
 void TraceOutput::add_dropped(uint64_t events) { writer_->add_dropped(events); }
 
+void TraceOutput::flush() { writer_->flush(); }
+
 void TraceOutput::tick(int64_t now_ns) {
-  writer_->tick(now_ns);
   if (!part_start_ns_) part_start_ns_ = now_ns;
   rotate_if_due(now_ns);
 }
@@ -74,5 +99,6 @@ void TraceOutput::set_metadata(const std::string& key, const std::string& value)
 uint64_t TraceOutput::ios() const { return closed_ios_ + writer_->stats().ios; }
 uint64_t TraceOutput::file_bytes() const { return closed_bytes_ + writer_->stats().file_bytes; }
 uint64_t TraceOutput::late_ios() const { return closed_late_ + writer_->stats().late_ios; }
+uint64_t TraceOutput::part_bytes() const { return writer_->stats().file_bytes; }
 
 }  // namespace iotape::capture

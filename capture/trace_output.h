@@ -6,7 +6,8 @@
 // extension or none). Every part carries the same header with the same
 // trace_id and its own part number, so `TraceReader({parts...})` reads them as
 // one trace. A write failure (full disk) throws TraceError; the failed part
-// still ends at its last complete chunk.
+// still ends at its last complete chunk. With Durability::kFdatasync a new
+// part's directory entry is synced too, so a power loss cannot lose the file.
 #pragma once
 
 #include <cstdint>
@@ -41,13 +42,18 @@ class TraceOutput {
   void append(const Io& io);
   void add_dropped(uint64_t events);
   void set_metadata(const std::string& key, const std::string& value);  // on the current part
-  // Periodic work: durable flushes, releasing the reorder window, rotation.
+  // Writes every IO appended so far as a chunk, and syncs it as the writer's
+  // durability says. Then the current part's first part_bytes() bytes are
+  // on storage (stable storage with kFdatasync).
+  void flush();
+  // Periodic work: rotation by time. Flushing is the caller's to schedule.
   void tick(int64_t now_ns);
   void close();
 
   uint64_t ios() const;        // over all parts
   uint64_t file_bytes() const; // over all parts
   uint64_t late_ios() const;
+  uint64_t part_bytes() const;  // of the current part, the last of paths()
   const std::vector<std::string>& paths() const { return paths_; }
 
  private:

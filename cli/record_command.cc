@@ -91,8 +91,10 @@ void add_record_command(CLI::App& app) {
   sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
   sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size, e.g. 64M, 64MiB (default 16M)");
   sub->add_option("--flush-interval", c->flush_interval,
-                  "Write and fdatasync pending IOs at least this often, e.g. 100ms (default 1s)");
-  sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync");
+                  "Write and fdatasync each IO at most this long after it completed, e.g. 100ms (default 1s): "
+                  "a kill or power loss keeps every IO that completed more than this plus 0.1s before it. "
+                  "IOs are written in issue order; one in flight longer than this is written late, and counted");
+  sub->add_flag("--no-sync", c->no_sync, "Write at the flush interval but skip fdatasync: a kill keeps the bound above, a power loss does not");
   sub->add_option("--zstd-level", c->zstd_level,
                   "zstd level of the chunks (default 1; 9 makes them about 10% smaller for 3 times the CPU, "
                   "which the traced machine pays)")

@@ -1,7 +1,8 @@
 // IssueOrder against the obvious model of it: each poll's IOs sorted stably
 // by issue time, and on every release the run with the earliest front (the
 // earlier run on equal times) emitting first, as long as its front is before
-// the cutoff or too many IOs are held.
+// the cutoff or too many IOs are held. And against what a capture needs:
+// released at the oldest outstanding issue time, nothing goes out late.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -26,18 +27,18 @@ using Emitted = std::vector<std::pair<int64_t, int64_t>>;
 
 class ModelOrder {
  public:
-  ModelOrder(int64_t window_ns, size_t max_ios) : window_ns_(window_ns), max_ios_(max_ios) {}
+  explicit ModelOrder(size_t max_ios) : max_ios_(max_ios) {}
   void add(const Io& io) {
     open_.push_back(io);
     ++held_;
   }
-  void release(int64_t now_ns, Emitted* out, bool drain = false) {
+  void release(int64_t before_ns, Emitted* out, bool drain = false) {
     if (!open_.empty()) {
       std::stable_sort(open_.begin(), open_.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
       runs_.push_back({std::move(open_), 0});
       open_.clear();
     }
-    const int64_t cutoff = drain ? INT64_MAX : now_ns - window_ns_;
+    const int64_t cutoff = drain ? INT64_MAX : before_ns;
     for (;;) {
       Run* best = nullptr;
       for (Run& r : runs_)
@@ -56,7 +57,6 @@ class ModelOrder {
     std::vector<Io> ios;
     size_t next;
   };
-  int64_t window_ns_;
   size_t max_ios_;
   size_t held_ = 0;
   std::vector<Io> open_;
@@ -91,11 +91,12 @@ std::vector<std::vector<Io>> completion_polls(size_t n, int64_t gap_ns, int64_t 
   return polls;
 }
 
-// Feeds `polls` to IssueOrder and to the model, releasing after each poll at
-// its last completion, and checks both emit the same IOs in the same order.
+// Feeds `polls` to IssueOrder and to the model, releasing after each poll
+// what was issued `window_ns` before its last completion, and checks both
+// emit the same IOs in the same order.
 void check_against_model(const std::vector<std::vector<Io>>& polls, int64_t window_ns, size_t max_ios) {
-  capture::IssueOrder order(window_ns, max_ios);
-  ModelOrder model(window_ns, max_ios);
+  capture::IssueOrder order(max_ios);
+  ModelOrder model(max_ios);
   Emitted got, want;
   const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
   size_t total = 0;
@@ -105,9 +106,9 @@ void check_against_model(const std::vector<std::vector<Io>>& polls, int64_t wind
       model.add(io);
     }
     total += poll.size();
-    const int64_t now = poll.empty() ? 0 : poll.back().complete_ns;
-    order.release(now, emit);
-    model.release(now, &want);
+    const int64_t before = (poll.empty() ? 0 : poll.back().complete_ns) - window_ns;
+    order.release(before, emit);
+    model.release(before, &want);
     REQUIRE(got.size() == want.size());
     REQUIRE(order.held() == total - got.size());
   }
@@ -122,6 +123,18 @@ int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
 }
 
+// For each poll, the oldest issue time among the IOs that complete after it
+// (INT64_MAX when none): what a back end reports as outstanding then.
+std::vector<int64_t> outstanding_after(const std::vector<std::vector<Io>>& polls) {
+  std::vector<int64_t> out(polls.size(), INT64_MAX);
+  int64_t oldest = INT64_MAX;
+  for (size_t p = polls.size(); p-- > 0;) {
+    out[p] = oldest;
+    for (const Io& io : polls[p]) oldest = std::min(oldest, io.issue_ns);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("IssueOrder, drained at the end, emits a stable sort of every IO by issue time", "[issue_order]") {
@@ -134,14 +147,14 @@ TEST_CASE("IssueOrder, drained at the end, emits a stable sort of every IO by is
     const size_t n = 1 + rng() % 60'000;
     const auto polls = completion_polls(n, 4'000, round % 4 == 0 ? 1 : 10'000, uniform(rng, 10'000, 20'000'000),
                                         latency, rng);
-    capture::IssueOrder order(INT64_MAX / 2, SIZE_MAX);
+    capture::IssueOrder order(SIZE_MAX);
     Emitted got, want;
     const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
     std::vector<Io> all;
     for (const auto& poll : polls) {
       for (const Io& io : poll) order.add(io);
       all.insert(all.end(), poll.begin(), poll.end());
-      order.release(poll.empty() ? 0 : poll.back().complete_ns, emit);
+      order.release(INT64_MIN, emit);
       REQUIRE(got.empty());
     }
     order.release(0, emit, true);
@@ -152,7 +165,7 @@ TEST_CASE("IssueOrder, drained at the end, emits a stable sort of every IO by is
   }
 }
 
-TEST_CASE("IssueOrder releases as the model does: window, held-IO limit, ties across polls", "[issue_order]") {
+TEST_CASE("IssueOrder releases as the model does: cutoff, held-IO limit, ties across polls", "[issue_order]") {
   std::mt19937_64 rng(11);
   for (int round = 0; round < 40; ++round) {
     INFO("round " << round);
@@ -173,8 +186,77 @@ TEST_CASE("IssueOrder releases as the model does: window, held-IO limit, ties ac
   }
 }
 
+// As the recorder uses it: after each poll, release what was issued before the
+// oldest IO still to come, or before `cap` ago when that one is older still.
+TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothing late", "[issue_order]") {
+  std::mt19937_64 rng(13);
+  for (int round = 0; round < 30; ++round) {
+    INFO("round " << round);
+    const bool stragglers = round % 2 == 1;
+    auto latency = [&](std::mt19937_64& r) -> int64_t {
+      if (stragglers && r() % 200 == 0) return uniform(r, 10'000'000, 400'000'000);  // retried, stuck
+      return uniform(r, 20'000, 3'000'000);
+    };
+    const auto polls = completion_polls(1 + rng() % 30'000, uniform(rng, 1'000, 20'000), round % 3 == 0 ? 1 : 5'000,
+                                        uniform(rng, 1'000'000, 100'000'000), latency, rng);
+    const std::vector<int64_t> outstanding = outstanding_after(polls);
+    const int64_t cap = uniform(rng, 20'000'000, 200'000'000);
+    capture::IssueOrder order(SIZE_MAX);
+    std::vector<Io> got;
+    const capture::IoSink emit = [&](const Io& io) { got.push_back(io); };
+    std::vector<Io> all;
+    for (size_t p = 0; p < polls.size(); ++p) {
+      for (const Io& io : polls[p]) order.add(io);
+      all.insert(all.end(), polls[p].begin(), polls[p].end());
+      if (polls[p].empty()) continue;
+      const int64_t cutoff = std::max(outstanding[p], polls[p].back().complete_ns - cap);
+      order.release(cutoff, emit);
+      // What stays held was issued, so completed, at or after the cutoff.
+      if (order.held() > 0) REQUIRE(order.earliest_completion() >= cutoff);
+    }
+    order.release(0, emit, true);
+    REQUIRE(got.size() == all.size());
+    // Late: issued before an IO written earlier. Only an IO in flight longer than the cap may be.
+    int64_t newest = INT64_MIN;
+    uint64_t late = 0, late_within_cap = 0;
+    for (const Io& io : got) {
+      if (io.issue_ns < newest) {
+        ++late;
+        late_within_cap += io.complete_ns - io.issue_ns <= cap;
+      }
+      newest = std::max(newest, io.issue_ns);
+    }
+    CHECK(late_within_cap == 0);
+    if (!stragglers) CHECK(late == 0);
+  }
+}
+
+TEST_CASE("IssueOrder's earliest completion covers every held IO, the open run too", "[issue_order]") {
+  capture::IssueOrder order(SIZE_MAX);
+  const capture::IoSink ignore = [](const Io&) {};
+  CHECK(order.earliest_completion() == kNoTime);
+  auto add = [&](int64_t issue, int64_t complete) {
+    Io io;
+    io.issue_ns = issue;
+    io.complete_ns = complete;
+    order.add(io);
+  };
+  add(10, 500);
+  add(20, 90);
+  add(30, kNoTime);  // recorded without a completion
+  order.seal();
+  CHECK(order.earliest_completion() == 90);
+  order.release(25, ignore);  // 10 and 20 go out
+  CHECK(order.held() == 1);
+  CHECK(order.earliest_completion() == kNoTime);
+  add(40, 70);  // not sealed yet
+  CHECK(order.earliest_completion() == 70);
+  order.release(0, ignore, true);
+  CHECK(order.earliest_completion() == kNoTime);
+}
+
 TEST_CASE("IssueOrder keeps process names after the caller's buffer changes", "[issue_order]") {
-  capture::IssueOrder order(0, SIZE_MAX);
+  capture::IssueOrder order(SIZE_MAX);
   std::vector<std::string> got;
   const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.comm); };
   char event[16];  // reused for every IO, as a capture's event buffer is
@@ -193,7 +275,8 @@ TEST_CASE("IssueOrder keeps process names after the caller's buffer changes", "[
 }
 
 // Not run by default: `issue_order_tests "[.bench]"`. 2M IOs at 250K IOPS,
-// QD32-like completion order, a poll every 100 ms, the recorder's 2 s window.
+// QD32-like completion order, a poll every 100 ms, released at the oldest
+// outstanding issue time.
 TEST_CASE("IssueOrder CPU time per IO", "[.bench]") {
   std::mt19937_64 rng(3);
   auto polls = completion_polls(2'000'000, 4'000, 1, 100'000'000,
@@ -209,17 +292,18 @@ TEST_CASE("IssueOrder CPU time per IO", "[.bench]") {
     }
   std::vector<double> per_io;
   long faults = 0;
+  const std::vector<int64_t> outstanding = outstanding_after(polls);
   for (int rep = 0; rep < 5; ++rep) {
-    capture::IssueOrder order(2'000'000'000, size_t{1} << 20);
+    capture::IssueOrder order(size_t{1} << 20);
     int64_t sum = 0;
     const capture::IoSink emit = [&](const Io& io) { sum += io.issue_ns; };
     timespec t0, t1;
     rusage r0, r1;
     getrusage(RUSAGE_THREAD, &r0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    for (const auto& poll : polls) {
-      for (const Io& io : poll) order.add(io);
-      if (!poll.empty()) order.release(poll.back().complete_ns, emit);
+    for (size_t p = 0; p < polls.size(); ++p) {
+      for (const Io& io : polls[p]) order.add(io);
+      order.release(outstanding[p], emit);
     }
     order.release(0, emit, true);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);

@@ -136,7 +136,14 @@ class TraceWriter::Impl {
     if (drain) release_before(std::numeric_limits<int64_t>::max());
     if (!buffer_.empty() || pending_dropped_ || pending_late_ || !pending_devices_.empty())
       write_chunk();
-    if (!header_written_) write_header();
+    if (!header_written_) {
+      write_header();
+      // A flush makes what it wrote durable, the header of an empty trace too.
+      if (opt_.durability == Durability::kFdatasync && ::fdatasync(fd_) != 0) {
+        failed_ = true;
+        throw error_errno(path_, "fdatasync", errno);
+      }
+    }
     last_flush_ns_ = steady_now_ns();
   }
 

@@ -318,11 +318,11 @@ class BlockIoAssembler::Impl {
     if (auto clocks = census_.clock_note()) report_.notes.push_back(*clocks);
   }
 
-  int64_t oldest_outstanding_ns() const {
+  int64_t oldest_outstanding_ns(int64_t floor_ns) const {
     int64_t oldest = kNoTime;
-    auto visit = [&oldest](const Request& r) {
+    auto visit = [&](const Request& r) {
       const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
-      if (t != kNoTime && (oldest == kNoTime || t < oldest)) oldest = t;
+      if (t != kNoTime && t >= floor_ns && (oldest == kNoTime || t < oldest)) oldest = t;
     };
     queued_.for_each(visit);
     in_flight_.for_each(visit);
@@ -554,7 +554,9 @@ BlockIoAssembler::~BlockIoAssembler() = default;
 
 void BlockIoAssembler::on_event(const TraceEvent& ev, const EventPlace& place) { impl_->on_event(ev, place); }
 void BlockIoAssembler::finish() { impl_->finish(); }
-int64_t BlockIoAssembler::oldest_outstanding_ns() const { return impl_->oldest_outstanding_ns(); }
+int64_t BlockIoAssembler::oldest_outstanding_ns(int64_t floor_ns) const {
+  return impl_->oldest_outstanding_ns(floor_ns);
+}
 uint64_t BlockIoAssembler::write_outstanding(int64_t before_ns) { return impl_->write_outstanding(before_ns); }
 
 }  // namespace iotape::blk

@@ -80,9 +80,9 @@ class BlockIoAssembler {
   void finish();
 
   // For a live capture, which has no end to wait for:
-  // The earliest queue or issue time of a request not yet completed (queued
-  // or in flight); kNoTime when there is none.
-  int64_t oldest_outstanding_ns() const;
+  // The earliest queue or issue time at or after `floor_ns` of a request not
+  // yet completed (queued or in flight); kNoTime when there is none.
+  int64_t oldest_outstanding_ns(int64_t floor_ns) const;
   // Writes every request issued before `before_ns` and not completed as an
   // IO without completion time, and forgets the bios queued before it and
   // never issued (their events were lost, or a bio-based device completes
