@@ -49,10 +49,6 @@ constexpr int64_t kThreadCacheNs = 1'000'000'000;    // names change (exec, prct
 constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
 constexpr uint32_t kNoDevice = UINT32_MAX;
 constexpr int64_t kReadIntervalNs = 2'000'000;  // at most one read of the buffers this often
-// An event is stamped when its slot is reserved and readable once committed,
-// a few microseconds later at most: events this much older than the start of
-// a read of every CPU's buffer can no longer be overtaken by another CPU's.
-constexpr int64_t kMergeSlackNs = 10'000'000;
 
 // The ring buffer's page (events/header_page) and event header (events/header_event).
 constexpr size_t kPageHeader = 16;          // u64 time stamp, u64 commit
@@ -249,12 +245,13 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   };
 
   // Reads every CPU's pages, then passes the assembler, in time order, the
-  // events no other CPU's can come before any more (all of them at the end).
+  // events no other CPU's can come before any more (all of them at the end):
+  // those stamped kStampSlackNs before the reads began.
   // Returns the time before which every event has been passed on.
   int64_t read_and_merge(bool all) {
     const int64_t read_start = boottime_ns();
     for (auto& c : cpus_) read_pages(*c);
-    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kMergeSlackNs, 0));
+    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kStampSlackNs, 0));
     for (;;) {
       CpuStream* first = nullptr;
       for (auto& c : cpus_)
@@ -322,6 +319,17 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   // One ftrace blk entry as the blktrace record it stands for.
   void add_entry(CpuStream& c, const char* entry, size_t len, uint64_t ts, uint64_t at) {
     if (len < sizeof(blktrace::Record)) return;  // not the blk tracer's
+    // Most events are plugs and unplugs, which make no IO: skip them, and
+    // other devices' events, before decoding.
+    switch (load<uint32_t>(entry + offsetof(blktrace::Record, action)) & 0xffff) {
+      case blktrace::kPlug: case blktrace::kUnplug: case blktrace::kUnplugTimer: case blktrace::kSleeprq:
+      case blktrace::kBounce:
+        return;
+      case blktrace::kRemap:
+        break;  // may come from another device
+      default:
+        if (!index_.contains(load<uint32_t>(entry + offsetof(blktrace::Record, device)))) return;
+    }
     const size_t size = sizeof(blktrace::Record) + load<uint16_t>(entry + offsetof(blktrace::Record, pdu_len));
     if (size > len) return;
     record_.resize(size);
@@ -332,7 +340,6 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     std::memcpy(record_.data() + kEntryOverlay, entry + kEntryOverlay, size - kEntryOverlay);
     c.decoder.record_size(record_.data(), at);
     blk::TraceEvent ev = c.decoder.decode(record_.data(), at);
-    if (!index_.contains(ev.dev) && ev.what() != blktrace::kRemap) return;
     // Q, G and I run in the submitter's context: they give the IO its
     // process, looked up now, while the thread most likely still lives. The
     // name points into the thread cache.
