@@ -438,21 +438,31 @@ bool wait_for_free_tracer() {
 }
 
 // A SIGKILLed blktrace recorder cannot restore what it set: once armed, this
-// puts back the tracer, the trace clock and the device's trace switch.
+// puts back the tracer, the trace clock, the buffer's size and wakeup level
+// and the device's trace switch.
 struct KilledTracerReset {
   explicit KilledTracerReset(std::string device) : device(std::move(device)) {
     const std::string clocks = read_file("/sys/kernel/tracing/trace_clock");  // "local [boot] ...": [] is selected
     const size_t open = clocks.find('['), close = clocks.find(']');
     if (open != std::string::npos && close != std::string::npos) clock = clocks.substr(open + 1, close - open - 1);
+    // "1408", or "7 (expanded: 1408)" before the buffer was first used.
+    const std::string size = read_file("/sys/kernel/tracing/buffer_size_kb");
+    const size_t expanded = size.find("expanded: ");
+    buffer_kb = std::to_string(std::stoul(expanded == std::string::npos ? size : size.substr(expanded + 10)));
+    buffer_percent = read_file("/sys/kernel/tracing/buffer_percent");
   }
   ~KilledTracerReset() {
     if (!armed) return;
     std::ofstream("/sys/kernel/tracing/current_tracer") << "nop";
     if (!clock.empty()) std::ofstream("/sys/kernel/tracing/trace_clock") << clock;
+    std::ofstream("/sys/kernel/tracing/buffer_size_kb") << buffer_kb;
+    std::ofstream("/sys/kernel/tracing/buffer_percent") << buffer_percent;
     std::ofstream("/sys/block/" + device + "/trace/enable") << "0";
   }
   std::string device;
-  std::string clock;  // as it was before the capture
+  std::string clock;  // as they were before the capture
+  std::string buffer_kb;
+  std::string buffer_percent;
   bool armed = false;
 };
 
