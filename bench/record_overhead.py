@@ -23,7 +23,7 @@ recording until it exited (its start-up, loading the BPF programs, is not per
 IO).
 
 Usage: bench/record_overhead.py --iotape BUILD/cli/iotape [--hook-floor BUILD/bench/hook_floor]
-       [--rounds 5] [--runtime 5]
+       [--rounds 5] [--runtime 5] [--tracers NAME ...]
 Needs root, fio, bpftrace. Cleans up its loop device, files and tracer settings.
 """
 import argparse
@@ -216,6 +216,8 @@ def main():
     ap.add_argument("--hook-floor", help="bench/hook_floor (default: beside the iotape binary's build tree)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
+    ap.add_argument("--tracers", nargs="+", metavar="NAME",
+                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk hooks hooks+clock")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root")
@@ -235,6 +237,11 @@ def main():
         tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
                    Bpftrace(dev, work), FtraceBlk(dev, work), HookFloor(hook_floor, False, work),
                    HookFloor(hook_floor, True, work)]
+        if a.tracers:
+            unknown = set(a.tracers) - {t.name for t in tracers}
+            if unknown:
+                sys.exit(f"unknown tracers: {', '.join(sorted(unknown))}")
+            tracers = [t for t in tracers if t.name in a.tracers]
         results = {t.name: [] for t in tracers}
         fio(dev, 2)  # warm up
         for r in range(a.rounds):
@@ -248,8 +255,11 @@ def main():
                 results[t.name].append({"base": base, "traced": traced, "ratio": traced / base, **extra})
                 print(f"round {r + 1} {t.name:16s} untraced {base:9.0f} IOPS  traced {traced:9.0f} IOPS  "
                       f"ratio {traced / base:.3f}  dropped {extra['dropped']}", flush=True)
-        bpf_iotape = bpf_ns_per_run(Iotape(a.iotape, "ebpf", dev, work), dev, a.runtime)
-        bpf_floor = bpf_ns_per_run(HookFloor(hook_floor, True, work), dev, a.runtime)
+        names = {t.name for t in tracers}
+        bpf_stats = {"iotape-ebpf", "hooks+clock"} <= names
+        if bpf_stats:
+            bpf_iotape = bpf_ns_per_run(Iotape(a.iotape, "ebpf", dev, work), dev, a.runtime)
+            bpf_floor = bpf_ns_per_run(HookFloor(hook_floor, True, work), dev, a.runtime)
         print()
         print(f"{'tracer':16s} {'median ratio':>12s} {'untraced IOPS':>14s} {'traced IOPS':>12s} {'dropped':>8s} "
               f"{'proc CPU/IO':>12s} {'bytes/IO':>9s}")
@@ -263,13 +273,14 @@ def main():
                   f"{statistics.median(x['traced'] for x in rows):12.0f} "
                   f"{'n/a' if None in dropped else sum(dropped):>8} {cpu} "
                   f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
-        print()
-        print("BPF run time per invocation (kernel.bpf_stats_enabled runs; hooks+clock = the statistics' own "
-              "cost plus one clock read):")
-        for name in sorted(bpf_iotape):
-            print(f"  {name:24s} iotape-ebpf {bpf_iotape[name]:6.0f} ns   hooks+clock {bpf_floor.get(name, float('nan')):6.0f} ns")
-        print(f"  {'per IO (sum)':24s} iotape-ebpf {sum(bpf_iotape.values()):6.0f} ns   "
-              f"hooks+clock {sum(bpf_floor.values()):6.0f} ns")
+        if bpf_stats:
+            print()
+            print("BPF run time per invocation (kernel.bpf_stats_enabled runs; hooks+clock = the statistics' own "
+                  "cost plus one clock read):")
+            for name in sorted(bpf_iotape):
+                print(f"  {name:24s} iotape-ebpf {bpf_iotape[name]:6.0f} ns   hooks+clock {bpf_floor.get(name, float('nan')):6.0f} ns")
+            print(f"  {'per IO (sum)':24s} iotape-ebpf {sum(bpf_iotape.values()):6.0f} ns   "
+                  f"hooks+clock {sum(bpf_floor.values()):6.0f} ns")
     finally:
         sh(f"losetup -d {dev}")
         sh(f"rm -rf {work}")

@@ -34,7 +34,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual v1::Source source() const = 0;
-  // How it captures, for TraceHeader.source_detail: "ebpf:tp_btf", "blktrace:ftrace-text", ...
+  // How it captures, for TraceHeader.source_detail: "ebpf:tp_btf", "blktrace:ftrace-raw", ...
   virtual std::string detail() const = 0;
   // Waits up to timeout_ms for IOs and passes each completed IO to `sink`.
   // Returns early (without error) when a signal interrupts the wait.

@@ -1,38 +1,62 @@
 // The blktrace back end. blktrace's own relay files in debugfs are refused
 // under kernel lockdown, so this uses the ftrace `blk` tracer: per-device
-// trace/enable, current_tracer=blk, and the text stream of trace_pipe with
-// trace_clock=boot (the clock of the eBPF back end). IOs are requests: a D
-// (issue) event opens one, its C (completion) closes it; the Q (queue) event
-// at the same sector gives the submitter and the queue time.
+// trace/enable, current_tracer=blk, trace_clock=boot (the clock of the eBPF
+// back end). Each CPU's ring buffer is read page by page from
+// per_cpu/cpuN/trace_pipe_raw: the kernel only hands over pages, and the
+// records in them are blktrace's own (struct blk_io_trace, its first 16
+// bytes overlaid by ftrace's entry header; kernel/trace/blktrace.c builds the
+// binary stream's records from them the same way). The CPUs' events are merged
+// by time here and folded into IOs by the same code as `iotape import
+// blktrace` (traces/blk), so capture and import reconstruct IOs alike:
+// merges, splits, remaps, requeues, flushes, with nanosecond times.
 //
-// Limits of the text stream: microsecond times; it names the thread, not the
-// process, so the process id is looked up in /proc while the thread lives;
-// requests without sectors (flushes) are not recorded.
+// The records name the thread, not the process, and carry no process name:
+// both are looked up in /proc while the thread lives, in the tracer's saved
+// command lines after.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "capture/backend.h"
+#include "traces/blk/block_io_assembler.h"
+#include "traces/blk/record_decoder.h"
+#include "traces/blktrace_layout.h"
 #include "traces/error.h"
 
 namespace iotape::capture {
 namespace {
 
 const std::string kTracefs = "/sys/kernel/tracing";
-constexpr size_t kMaxPending = 1 << 18;  // bound on unmatched Q/D events kept
+constexpr uint64_t kDefaultBuffer = 16 << 20;        // all CPUs' ring buffers together
+constexpr size_t kMaxThreads = 1 << 16;              // bound on the thread cache
+constexpr int64_t kThreadCacheNs = 1'000'000'000;    // names change (exec, prctl): look again this often
+// A request in flight this long had its completion lost (an overrun) or is
+// stuck: it is written without completion and forgotten, so memory stays bounded.
+constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
+constexpr uint32_t kNoDevice = UINT32_MAX;
+constexpr int64_t kReadIntervalNs = 2'000'000;  // at most one read of the buffers this often
+
+// The ring buffer's page (events/header_page) and event header (events/header_event).
+constexpr size_t kPageHeader = 16;          // u64 time stamp, u64 commit
+constexpr uint64_t kCommitMask = (1u << 27) - 1;  // the commit's data length; flags above
+constexpr uint32_t kTypePadding = 29, kTypeTimeExtend = 30, kTypeTimeStamp = 31;
+// An ftrace blk entry: ftrace's 8-byte entry header and 8 unused bytes, then
+// blk_io_trace from its sector on.
+constexpr size_t kEntryOverlay = 16;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -84,179 +108,313 @@ class Setting {
   std::string path_, restore_;
 };
 
-struct Queued {
-  int64_t ns;
-  uint32_t pid;
+// A thread's process id and name.
+struct Thread {
+  uint32_t tgid = 0;
   std::string comm;
-  uint32_t flags;  // as queued: a completion without dispatch prints fewer
 };
 
-struct Issued {
-  int64_t queue_ns;
-  int64_t issue_ns;
-  uint32_t pid;
-  std::string comm;
-  Op op;
-  uint32_t flags;
-  uint64_t bytes;
-};
-
-// Op and flags from the RWBS column ("WS", "RA", "FWFS", "D", ...).
-void parse_rwbs(std::string_view rwbs, Op* op, uint32_t* flags) {
-  *op = Op::kOther;
-  *flags = 0;
-  size_t i = 0;
-  if (rwbs.size() > 1 && rwbs[0] == 'F') {
-    *flags |= flag::kPreflush;
-    i = 1;
-  }
-  if (i < rwbs.size()) {
-    switch (rwbs[i++]) {
-      case 'R': *op = Op::kRead; break;
-      case 'W': *op = Op::kWrite; break;
-      case 'D': *op = Op::kDiscard; break;
-      case 'F': *op = Op::kFlush; break;
-      // The flush the kernel makes for preflushes prints as "FN": a
-      // preflush of no operation (blk_fill_rwbs has no letter for REQ_OP_FLUSH).
-      case 'N': *op = *flags & flag::kPreflush ? Op::kFlush : Op::kOther; break;
-      default: break;
-    }
-  }
-  for (; i < rwbs.size(); ++i) {
-    switch (rwbs[i]) {
-      case 'F': *flags |= flag::kFua; break;
-      case 'A': *flags |= flag::kReadahead; break;
-      case 'S': *flags |= flag::kSync; break;
-      case 'M': *flags |= flag::kMeta; break;
-      default: break;
-    }
-  }
+// Tgid and name of a live thread from /proc/TID/status; false if it is gone.
+bool proc_thread(uint32_t tid, Thread& t) {
+  const int fd = ::open(("/proc/" + std::to_string(tid) + "/status").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[1024];  // Name and Tgid are in its first lines
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return false;
+  const std::string_view s(buf, static_cast<size_t>(n));
+  auto field = [&s](std::string_view key) {
+    const auto at = s.find(key);
+    if (at == std::string_view::npos) return std::string_view();
+    const auto start = at + key.size(), end = s.find('\n', start);
+    return s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  };
+  t.comm = field("Name:\t");
+  const std::string_view tgid = field("\nTgid:\t");
+  return std::from_chars(tgid.data(), tgid.data() + tgid.size(), t.tgid).ec == std::errc();
 }
 
-template <typename T>
-bool to_number(std::string_view s, T* out) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+// TID of "iou-wrk-TID" or "iou-sqp-TID"; 0 for any other name.
+uint32_t io_uring_owner(std::string_view comm) {
+  uint32_t owner = 0;
+  if (comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-"))
+    std::from_chars(comm.data() + 8, comm.data() + comm.size(), owner);
+  return owner;
 }
 
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && s[i] == ' ') ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ') ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
-class BlktraceBackend final : public Backend {
+class BlktraceBackend final : public Backend, private blk::IoOutput {
  public:
   explicit BlktraceBackend(const BackendOptions& o) : opt_(o) {
     ensure_tracefs();
     const std::string tracer = read_file(kTracefs + "/current_tracer");
     if (tracer != "nop")
       throw TraceError("the ftrace tracer is busy (current_tracer is " + tracer + " in " + kTracefs +
-                               "): another tool is tracing, or a recorder was killed; "
-                               "`echo nop > " + kTracefs + "/current_tracer` frees it");
-    for (uint32_t i = 0; i < o.devices.size(); ++i) index_[dev_key(o.devices[i].major, o.devices[i].minor)] = i;
-    settings_.push_back(std::make_unique<Setting>(kTracefs + "/trace_clock", "boot",
-                                                  selected(read_file(kTracefs + "/trace_clock"))));
-    if (o.buffer_bytes) {
-      const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
-      settings_.push_back(std::make_unique<Setting>(kTracefs + "/buffer_size_kb",
-                                                    std::to_string(o.buffer_bytes / 1024 / (cpus > 0 ? cpus : 1)),
-                                                    read_file(kTracefs + "/buffer_size_kb")));
-    }
-    for (const auto& d : o.devices)
-      settings_.push_back(std::make_unique<Setting>("/sys/block/" + d.name + "/trace/enable", "1", "0"));
+                       "): another tool is tracing, or a recorder was killed; "
+                       "`echo nop > " + kTracefs + "/current_tracer` frees it");
+    for (uint32_t i = 0; i < o.devices.size(); ++i)
+      index_[blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
+    change(kTracefs + "/trace_clock", "boot", selected(read_file(kTracefs + "/trace_clock")));
+    change(kTracefs + "/options/blk_cgroup", "0");  // a cgroup id would lengthen the records
+    // Wake the reader when there are events (not when half the buffer is
+    // full): a thread's process is looked up in /proc when its events are
+    // read, and short-lived threads are gone soon.
+    change(kTracefs + "/buffer_percent", "0");
+    const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
+    const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
+    change(kTracefs + "/buffer_size_kb", std::to_string(buffer / 1024 / static_cast<uint64_t>(cpus > 0 ? cpus : 1)));
+    for (const auto& d : o.devices) change("/sys/block/" + d.name + "/trace/enable", "1", "0");
     write_file(kTracefs + "/trace", "");  // start from an empty buffer
     overrun_base_ = overruns();
-    // The tracer cannot change while trace_pipe is open (EBUSY): set it first, close the pipe first.
+    // The tracer cannot change while its pipes are open (EBUSY): set it first, close the pipes first.
     tracer_ = std::make_unique<Setting>(kTracefs + "/current_tracer", "blk", "nop");
-    fd_ = ::open((kTracefs + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) throw error_errno(kTracefs + "/trace_pipe", "cannot open", errno);
+    for (long cpu = 0; cpu < cpus; ++cpu) {
+      const std::string path = kTracefs + "/per_cpu/cpu" + std::to_string(cpu) + "/trace_pipe_raw";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) {
+        if (errno == ENOENT) continue;  // not a possible CPU
+        throw error_errno(path, "cannot open", errno);
+      }
+      cpus_.push_back(std::make_unique<CpuStream>(fd, path));
+    }
   }
 
   ~BlktraceBackend() override {
-    ::close(fd_);
+    cpus_.clear();
     tracer_.reset();
     while (!settings_.empty()) settings_.pop_back();  // reverse order of setting up
   }
 
   v1::Source source() const override { return v1::SOURCE_BLKTRACE; }
-  std::string detail() const override { return "blktrace:ftrace-text"; }
+  std::string detail() const override { return "blktrace:ftrace-raw"; }
 
   void poll(int timeout_ms, const IoSink& sink) override {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return;  // timeout or signal
-    read_pipe(sink);
+    // Every wakeup costs: reading at most every kReadInterval lets the
+    // events of that long come in one batch of pages.
+    if (const int64_t since = boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
+      const timespec pause{0, kReadIntervalNs - since};
+      if (::nanosleep(&pause, nullptr) != 0) return;  // a signal
+    }
+    std::vector<pollfd> fds;
+    for (const auto& c : cpus_) fds.push_back({c->fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // a signal
+    sink_ = &sink;
+    last_read_ = boottime_ns();
+    read_and_merge(false);
+    if (const int64_t now = boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
+      // Events waiting to be merged point into the cache: clear it only without them.
+      const bool waiting = std::any_of(cpus_.begin(), cpus_.end(), [](const auto& c) { return !c->events.empty(); });
+      if (threads_.size() > kMaxThreads && !waiting) threads_.clear();
+      ++generation_;
+      uncompleted_ += assembler_.write_outstanding(now - kOutstandingLimitNs);
+      last_expiry_ = now;
+    }
+    sink_ = nullptr;
   }
 
-  // Every IO still to come is in flight in the maps below, or its first
-  // event (D, or the C of a request never dispatched) is not written yet.
+  // Every IO still to come is a request the assembler holds, or its first
+  // event is not merged yet: stamped after what read_and_merge passed on.
   int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
-    const int64_t emptied = read_pipe(sink);
-    if (emptied == kNoTime) return floor_ns;
-    int64_t oldest = emptied - kStampSlackNs;
-    const auto consider = [&](int64_t issue) {
-      if (issue >= floor_ns && issue < oldest) oldest = issue;
-    };
-    for (const auto& [key, ios] : issued_)
-      for (const Issued& is : ios) consider(is.issue_ns);
-    // A queued request is issued later, or completed undispatched with its queue time.
-    for (const auto& [key, ios] : queued_)
-      for (const Queued& q : ios) consider(q.ns);
-    return std::max(oldest, floor_ns);
+    sink_ = &sink;
+    const int64_t merged = read_and_merge(false);
+    sink_ = nullptr;
+    const int64_t held = assembler_.oldest_outstanding_ns(floor_ns);
+    return std::max(held == kNoTime ? merged : std::min(held, merged), floor_ns);
   }
 
-  uint64_t dropped() override { return overruns() - overrun_base_ + lost_; }
+  uint64_t dropped() override { return overruns() - overrun_base_; }
+
+  void finish(const IoSink& sink) override {
+    sink_ = &sink;
+    read_and_merge(true);
+    uncompleted_ += assembler_.write_outstanding(INT64_MAX);
+    sink_ = nullptr;
+  }
+
+  uint64_t uncompleted() override { return uncompleted_; }
 
  private:
-  static uint64_t dev_key(uint32_t major, uint32_t minor) { return (uint64_t{major} << 32) | minor; }
-  // Requests in flight at one sector of one device, oldest first (concurrent
-  // IOs at one sector do happen: overlapping random workloads).
-  static uint64_t io_key(uint32_t device, uint64_t sector, Op op) {
-    return (uint64_t{device} << 48) ^ (uint64_t{static_cast<uint8_t>(op)} << 40) ^ sector;
-  }
-  // The sector of requests without data (flushes, an fsync's empty preflush
-  // write): their events print none, so they are matched first in, first out.
-  static constexpr uint64_t kNoSector = (uint64_t{1} << 40) - 1;
-  template <typename T>
-  static void push(std::unordered_map<uint64_t, std::vector<T>>& m, uint64_t key, T v, uint64_t& count) {
-    m[key].push_back(std::move(v));
-    ++count;
-  }
-  template <typename T>
-  static bool pop(std::unordered_map<uint64_t, std::vector<T>>& m, uint64_t key, T* out, uint64_t& count) {
-    const auto it = m.find(key);
-    if (it == m.end()) return false;
-    *out = std::move(it->second.front());
-    it->second.erase(it->second.begin());
-    if (it->second.empty()) m.erase(it);
-    --count;
-    return true;
+  // One CPU's ring buffer: its pipe, and the events read but not yet merged.
+  struct CpuStream {
+    CpuStream(int fd_, std::string name_) : fd(fd_), decoder(std::move(name_)) {}
+    ~CpuStream() { ::close(fd); }
+    int fd;
+    blk::RecordDecoder decoder;  // names the pipe in errors
+    std::vector<std::pair<blk::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
+    size_t merged = 0;  // events[0, merged) are passed on: removed after each merge
+    uint64_t offset = 0;  // bytes read from the pipe so far
+  };
+
+  // Reads every CPU's pages, then passes the assembler, in time order, the
+  // events no other CPU's can come before any more (all of them at the end):
+  // those stamped kStampSlackNs before the reads began.
+  // Returns the time before which every event has been passed on.
+  int64_t read_and_merge(bool all) {
+    const int64_t read_start = boottime_ns();
+    for (auto& c : cpus_) read_pages(*c);
+    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kStampSlackNs, 0));
+    for (;;) {
+      CpuStream* first = nullptr;
+      for (auto& c : cpus_)
+        if (c->merged < c->events.size() && c->events[c->merged].first.time <= until &&
+            (!first || c->events[c->merged].first.time < first->events[first->merged].first.time))
+          first = c.get();
+      if (!first) break;
+      const auto& [ev, at] = first->events[first->merged++];
+      assembler_.on_event(ev, {&first->decoder.name(), at, false});
+    }
+    for (auto& c : cpus_) {
+      c->events.erase(c->events.begin(), c->events.begin() + static_cast<ptrdiff_t>(c->merged));
+      c->merged = 0;
+    }
+    return static_cast<int64_t>(std::min<uint64_t>(until, INT64_MAX));
   }
 
-  // Parses every line trace_pipe holds. Returns when the read that found it
-  // empty began (every event stamped before then, less kStampSlackNs, has
-  // been parsed), or kNoTime when a read failed otherwise.
-  int64_t read_pipe(const IoSink& sink) {
-    char buf[1 << 16];
+  void read_pages(CpuStream& c) {
     for (;;) {
-      const int64_t before = boottime_ns();
-      const ssize_t n = ::read(fd_, buf, sizeof buf);
-      if (n <= 0) return n < 0 && errno == EAGAIN ? before : kNoTime;
-      pending_.append(buf, static_cast<size_t>(n));
-      size_t start = 0, nl;
-      while ((nl = pending_.find('\n', start)) != std::string::npos) {
-        parse_line(std::string_view(pending_).substr(start, nl - start), sink);
-        start = nl + 1;
-      }
-      pending_.erase(0, start);
+      const ssize_t n = ::read(c.fd, page_.data(), page_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // EAGAIN: read to its end
+      parse_page(c, static_cast<size_t>(n));
+      c.offset += static_cast<uint64_t>(n);
     }
+  }
+
+  // The events of one page (kernel/trace/ring_buffer.c): a time stamp, the
+  // length of the data, then events each with a 5-bit type or length and a
+  // 27-bit time delta.
+  void parse_page(CpuStream& c, size_t n) {
+    if (n < kPageHeader) throw error_at_byte(c.decoder.name(), c.offset, "a ring buffer page cut short");
+    const char* page = page_.data();
+    uint64_t ts = load<uint64_t>(page);
+    const size_t end = kPageHeader + std::min<size_t>(load<uint64_t>(page + 8) & kCommitMask, n - kPageHeader);
+    size_t at = kPageHeader;
+    auto fail = [&](const std::string& why) { return error_at_byte(c.decoder.name(), c.offset + at, why); };
+    while (at + 4 <= end) {
+      const uint32_t header = load<uint32_t>(page + at);
+      const uint32_t type = header & 0x1f, delta = header >> 5;
+      uint64_t array0 = at + 8 <= end ? load<uint32_t>(page + at + 4) : 0;
+      if (type == kTypePadding) {
+        if (delta == 0) break;  // the rest of the page is empty
+        at += 4 + array0;
+        continue;
+      }
+      if (type == kTypeTimeExtend || type == kTypeTimeStamp) {
+        const uint64_t t = array0 << 27 | delta;
+        ts = type == kTypeTimeExtend ? ts + t : t;
+        at += 8;
+        continue;
+      }
+      ts += delta;
+      size_t data = at + 4, len = type * 4u;
+      if (type == 0) {  // a long event: its length (and that word) in array[0]
+        data = at + 8;
+        len = array0 >= 4 ? array0 - 4 : 0;
+      }
+      if (data + len > end) throw fail("an event runs past the end of its ring buffer page");
+      add_entry(c, page + data, len, ts, c.offset + data);
+      at = data + len;
+    }
+  }
+
+  // One ftrace blk entry as the blktrace record it stands for.
+  void add_entry(CpuStream& c, const char* entry, size_t len, uint64_t ts, uint64_t at) {
+    if (len < sizeof(blktrace::Record)) return;  // not the blk tracer's
+    // Most events are plugs and unplugs, which make no IO: skip them, and
+    // other devices' events, before decoding.
+    switch (load<uint32_t>(entry + offsetof(blktrace::Record, action)) & 0xffff) {
+      case blktrace::kPlug: case blktrace::kUnplug: case blktrace::kUnplugTimer: case blktrace::kSleeprq:
+      case blktrace::kBounce:
+        return;
+      case blktrace::kRemap:
+        break;  // may come from another device
+      default:
+        if (!index_.contains(load<uint32_t>(entry + offsetof(blktrace::Record, device)))) return;
+    }
+    const size_t size = sizeof(blktrace::Record) + load<uint16_t>(entry + offsetof(blktrace::Record, pdu_len));
+    if (size > len) return;
+    record_.resize(size);
+    blktrace::Record head{};
+    head.magic = blktrace::kMagic | blktrace::kVersion;
+    head.time = ts;
+    std::memcpy(record_.data(), &head, kEntryOverlay);
+    std::memcpy(record_.data() + kEntryOverlay, entry + kEntryOverlay, size - kEntryOverlay);
+    c.decoder.record_size(record_.data(), at);
+    blk::TraceEvent ev = c.decoder.decode(record_.data(), at);
+    // Q, G and I run in the submitter's context: they give the IO its
+    // process, looked up now, while the thread most likely still lives. The
+    // name points into the thread cache.
+    if (const uint32_t w = ev.what(); w == blktrace::kQueue || w == blktrace::kGetrq || w == blktrace::kInsert) {
+      const Thread& t = thread(ev.pid);
+      ev.pid = t.tgid;
+      ev.comm = t.comm;
+    }
+    c.events.emplace_back(ev, at);
+  }
+
+  template <typename T>
+  static T load(const char* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+
+  // The process and name of thread `tid`, looked up again once a generation
+  // (names change: exec, prctl); a thread gone since keeps what was known.
+  const Thread& thread(uint32_t tid) {
+    auto [it, added] = threads_.try_emplace(tid);
+    if (!added && it->second.generation == generation_) return it->second.thread;
+    it->second.generation = generation_;
+    Thread& t = it->second.thread;
+    if (Thread now; proc_thread(tid, now)) {
+      t = std::move(now);
+      return t;
+    }
+    if (!added) return t;
+    // Gone already (io_uring's workers exit with their ring): the name the
+    // tracer saved, and the process of the thread that made the ring.
+    t.comm = saved_cmdline(tid);
+    t.tgid = tid;  // best guess: the thread of a single-threaded process
+    if (const uint32_t owner = io_uring_owner(t.comm)) {
+      Thread o;
+      t.tgid = proc_thread(owner, o) ? o.tgid : owner;
+    }
+    return t;
+  }
+
+  // The name the tracer saved for `tid` (saved_cmdlines: "TID NAME" lines).
+  static std::string saved_cmdline(uint32_t tid) {
+    std::ifstream in(kTracefs + "/saved_cmdlines");
+    const std::string prefix = std::to_string(tid) + " ";
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with(prefix)) return line.substr(prefix.size());
+    return {};
+  }
+
+  // blk::IoOutput: the IOs the assembler completes, filtered as asked.
+  uint32_t add_device(const v1::Device& d) override {
+    const auto it = index_.find(blktrace::device(d.major(), d.minor()));
+    return it == index_.end() ? kNoDevice : it->second;
+  }
+  void append(const Io& io) override {
+    if (io.device == kNoDevice || !sink_) return;
+    if (opt_.pid || !opt_.comm.empty()) {
+      const bool anonymous = io.pid == 0;
+      if (anonymous ? !opt_.keep_anonymous
+                    : (opt_.pid && io.pid != opt_.pid) || (!opt_.comm.empty() && io.comm != opt_.comm))
+        return;
+    }
+    (*sink_)(io);
+  }
+  void set_metadata(const std::string&, const std::string&) override {}  // only finish() sets any; never called
+
+  // Sets a tracefs file for the capture's time; a file this kernel lacks is left alone.
+  void change(const std::string& path, const std::string& value, std::string restore = "") {
+    if (restore.empty()) {
+      if (::access(path.c_str(), F_OK) != 0) return;
+      restore = read_file(path);
+    }
+    if (restore == value) return;
+    settings_.push_back(std::make_unique<Setting>(path, value, restore));
   }
 
   // Events the ftrace ring buffer overwrote or could not store.
@@ -276,154 +434,26 @@ class BlktraceBackend final : public Backend {
     return total;
   }
 
-  // The process of thread `tid`, whose name is `comm`, from /proc. A thread that is gone
-  // from /proc by the time its line is read (io_uring's workers exit with
-  // their ring) is named after the thread that made the ring: "iou-wrk-TID".
-  uint32_t process_of(uint32_t tid, std::string_view comm) {
-    if (auto it = tgid_.find(tid); it != tgid_.end()) return it->second;
-    uint32_t tgid = proc_tgid(tid);
-    if (const uint32_t owner = io_uring_owner(comm); !tgid && owner) {
-      const auto it = tgid_.find(owner);
-      tgid = it != tgid_.end() ? it->second : proc_tgid(owner);
-    }
-    if (!tgid) tgid = tid;  // best guess: the thread of a single-threaded process
-    if (tgid_.size() > kMaxPending) tgid_.clear();
-    tgid_[tid] = tgid;
-    return tgid;
-  }
-
-  // Tgid of a live thread, 0 if it is gone.
-  static uint32_t proc_tgid(uint32_t tid) {
-    std::ifstream in("/proc/" + std::to_string(tid) + "/status");
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("Tgid:", 0) == 0) return static_cast<uint32_t>(std::stoul(line.substr(5)));
-    return 0;
-  }
-
-  // TID of "iou-wrk-TID" or "iou-sqp-TID"; 0 for any other name.
-  static uint32_t io_uring_owner(std::string_view comm) {
-    uint32_t owner = 0;
-    if (comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-")) to_number(comm.substr(8), &owner);
-    return owner;
-  }
-
-  // "  comm-TID  (TGID) [CPU] FLAGS  SECONDS.MICROS:  MAJ,MIN  ACT RWBS SECTOR + N [COMM|ERR]"
-  void parse_line(std::string_view line, const IoSink& sink) {
-    if (line.empty() || line[0] == '#') return;
-    // The task column may contain spaces; the CPU column "[NNN]" is the first anchor.
-    size_t cpu_open = std::string_view::npos;
-    for (size_t i = line.find(" ["); i != std::string_view::npos; i = line.find(" [", i + 1)) {
-      const size_t close = line.find(']', i);
-      uint32_t cpu;
-      if (close != std::string_view::npos && to_number(line.substr(i + 2, close - i - 2), &cpu)) {
-        cpu_open = i;
-        break;
-      }
-    }
-    if (cpu_open == std::string_view::npos) return;
-    std::string_view task = line.substr(0, cpu_open);
-    if (const auto paren = task.rfind(" ("); paren != std::string_view::npos) task = task.substr(0, paren);
-    while (!task.empty() && task.back() == ' ') task.remove_suffix(1);
-    const auto dash = task.rfind('-');
-    uint32_t tid = 0;
-    if (dash == std::string_view::npos || !to_number(task.substr(dash + 1), &tid)) return;
-
-    const auto f = split_ws(line.substr(line.find(']', cpu_open) + 1));
-    // f: FLAGS TIME: MAJ,MIN ACT RWBS ...
-    if (f.size() < 5 || f[1].back() != ':') return;
-    const std::string_view time = f[1].substr(0, f[1].size() - 1);
-    const auto dot = time.find('.');
-    int64_t secs = 0, micros = 0;
-    if (dot == std::string_view::npos || !to_number(time.substr(0, dot), &secs) ||
-        !to_number(time.substr(dot + 1), &micros))
-      return;
-    const int64_t ns = secs * 1'000'000'000 + micros * 1000;
-    const auto comma = f[2].find(',');
-    uint32_t major = 0, minor = 0;
-    if (comma == std::string_view::npos || !to_number(f[2].substr(0, comma), &major) ||
-        !to_number(f[2].substr(comma + 1), &minor))
-      return;
-    const auto dev = index_.find(dev_key(major, minor));
-    if (dev == index_.end()) return;
-    const std::string_view act = f[3];
-    uint64_t sector = 0;
-    uint32_t sectors = 0;
-    size_t tail = 8;  // the field after "SECTOR + N": [COMM] or [ERR]
-    if (f.size() < 8 || f[6] != "+" || !to_number(f[5], &sector) || !to_number(f[7], &sectors)) {
-      if (f.size() == 5 || f[5].front() == '[')  // "Q FWS [comm]", "D FN [comm]"
-        tail = 5;
-      else if (act == "C" && f[5] == "0")  // "C FN 0 [0]"
-        tail = 6;
-      else
-        return;
-      sector = kNoSector;
-    }
-    Op op;
-    uint32_t flags;
-    parse_rwbs(f[4], &op, &flags);
-    const uint64_t key = io_key(dev->second, sector, op);
-
-    if (act == "Q") {
-      std::string_view comm = f.size() > tail ? f[tail] : std::string_view();
-      if (comm.size() >= 2 && comm.front() == '[' && comm.back() == ']') comm = comm.substr(1, comm.size() - 2);
-      const uint32_t pid = process_of(tid, comm);
-      if ((opt_.pid && pid != opt_.pid) || (!opt_.comm.empty() && comm != opt_.comm)) return;
-      if (n_queued_ >= kMaxPending) lost_ += n_queued_, n_queued_ = 0, queued_.clear();
-      push(queued_, key, Queued{ns, pid, std::string(comm), flags}, n_queued_);
-    } else if (act == "M" || act == "F") {
-      Queued merged;
-      pop(queued_, key, &merged, n_queued_);  // merged into a request that starts elsewhere
-    } else if (act == "D") {
-      Issued is{0, ns, 0, {}, op, flags, uint64_t{sectors} * 512};
-      if (Queued q; pop(queued_, key, &q, n_queued_)) {
-        is.queue_ns = q.ns;
-        is.pid = q.pid;
-        is.comm = std::move(q.comm);
-      } else if (opt_.pid || !opt_.comm.empty()) {
-        return;  // not from the selected submitter
-      }
-      if (n_issued_ >= kMaxPending) lost_ += n_issued_, n_issued_ = 0, issued_.clear();
-      push(issued_, key, std::move(is), n_issued_);
-    } else if (act == "C") {
-      Issued is;
-      if (!pop(issued_, key, &is, n_issued_)) {
-        // An fsync's empty write is completed by the flush machinery, never
-        // dispatched: its issue time is its queue time, as in the eBPF back end.
-        Queued q;
-        if (sector != kNoSector || !pop(queued_, key, &q, n_queued_)) return;  // issued before the capture
-        is = Issued{q.ns, q.ns, q.pid, std::move(q.comm), op, q.flags, 0};
-      }
-      int32_t err = 0;
-      if (f.size() > tail && f[tail].size() > 2) to_number(f[tail].substr(1, f[tail].size() - 2), &err);
-      Io io;
-      io.issue_ns = is.issue_ns;
-      if (is.queue_ns) io.queue_ns = is.queue_ns;
-      io.complete_ns = ns;
-      io.offset = sector == kNoSector ? 0 : sector * 512;
-      io.length = is.bytes;
-      io.device = dev->second;
-      io.op = is.op;
-      io.flags = is.flags;
-      io.status = err;
-      io.pid = is.pid;
-      io.comm = is.comm;
-      sink(io);
-    }
-  }
-
   BackendOptions opt_;
-  std::unordered_map<uint64_t, uint32_t> index_;
+  std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
   std::vector<std::unique_ptr<Setting>> settings_;
   std::unique_ptr<Setting> tracer_;
-  int fd_ = -1;
-  std::string pending_;
-  std::unordered_map<uint64_t, std::vector<Queued>> queued_;
-  std::unordered_map<uint64_t, std::vector<Issued>> issued_;
-  uint64_t n_queued_ = 0, n_issued_ = 0;
-  std::unordered_map<uint32_t, uint32_t> tgid_;
+  std::vector<std::unique_ptr<CpuStream>> cpus_;
+  std::vector<char> page_ = std::vector<char>(1 << 20);  // a read returns one page (sub-buffer) at most
+  std::string record_;
+  ImportReport report_;
+  blk::BlockIoAssembler assembler_{*this, report_};
+  const IoSink* sink_ = nullptr;
+  struct CachedThread {
+    Thread thread;
+    uint64_t generation = 0;
+  };
+  std::unordered_map<uint32_t, CachedThread> threads_;
+  uint64_t generation_ = 1;
+  int64_t last_expiry_ = 0;
+  int64_t last_read_ = 0;
   uint64_t overrun_base_ = 0;
-  uint64_t lost_ = 0;
+  uint64_t uncompleted_ = 0;
 };
 
 }  // namespace

@@ -13,16 +13,17 @@ import sys
 ALLOWED = {
     "proto": set(),
     "format": {"proto"},
-    "convert": {"format", "proto"},
+    "blockevents": {"format", "proto"},
+    "convert": {"blockevents", "format", "proto"},
     "units": {"format"},
     "stats": {"format"},
     "observer": {"format", "proto"},
-    "capture": {"observer", "units", "format", "proto"},
+    "capture": {"observer", "blockevents", "units", "format", "proto"},
     "replay": {"observer", "stats", "units", "format", "proto"},
     "analysis": {"stats", "units", "format", "proto"},
     "workloads": {"analysis", "replay", "stats", "units", "format", "proto"},
     "python": {"format", "proto"},
-    "cli": {"capture", "replay", "analysis", "workloads", "convert", "observer", "stats", "units", "format", "proto"},
+    "cli": {"capture", "replay", "analysis", "workloads", "convert", "blockevents", "observer", "stats", "units", "format", "proto"},
 }
 
 # The block-layer observer lives in capture/ (record captures through it,
@@ -31,7 +32,8 @@ OBSERVER_FILES = {"backend.h", "devices.h", "devices.cc", "ebpf_backend.cc", "io
                   "iotrace.skel.h"}
 
 LIBRARIES = {
-    "iotape_proto": "proto", "iotape_format": "format", "iotape_convert": "convert", "iotape_units": "units",
+    "iotape_proto": "proto", "iotape_format": "format", "iotape_blockevents": "blockevents",
+    "iotape_convert": "convert", "iotape_units": "units",
     "iotape_stats": "stats", "iotape_observer": "observer", "iotape_capture": "capture",
     "iotape_replay": "replay", "iotape_analysis": "analysis", "iotape_workloads": "workloads", "iotape_cli": "cli",
 }
@@ -42,6 +44,8 @@ def module_of(path: str):
     if parts[0] == "iotape" and len(parts) > 1 and parts[1] == "v1":
         return "proto"
     if parts[0] == "traces":
+        if len(parts) > 2 and parts[1] == "blk":
+            return "blockevents"
         return "convert" if len(parts) > 2 and parts[1] in ("import", "export") else "format"
     if parts[0] == "capture":
         return "observer" if parts[-1] in OBSERVER_FILES else "capture"

@@ -578,6 +578,30 @@ TEST_CASE("blktrace: per-CPU files, a blkparse -d dump and a byte-swapped copy i
   }
 }
 
+TEST_CASE("blktrace: an fsync on a kernel with flush requests of their own", "[import][blktrace]") {
+  // Since 4.8 the flush machinery issues a flush (no write category) of its
+  // own and completes the fsync's empty preflush write without issuing it.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, S = blk::kSync;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 10, .action = blk::kProcessName, .pid = 100, .device = sdb, .payload = blk::comm("fio")});
+  e({.time = 1000, .action = blk::Q | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 1100, .action = blk::G | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 2000, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 2100, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 2200, .action = blk::C | W | S, .device = sdb});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, Op op, uint32_t flags, uint32_t pid, std::string comm, int32_t cpu) {
+    return event_row("8,16", q, i, c, 0, 0, op, flags, pid, std::move(comm), cpu);
+  };
+  // The write: its queue time stands as issue time, as the eBPF back end records it.
+  require_same(got.rows, {io(1000, 1000, 2200, Op::kWrite, flag::kPreflush | flag::kSync, 100, "fio", 0),
+                          io(kNoTime, 2000, 2100, Op::kFlush, 0, 0, "", -1)});
+}
+
 TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flushes", "[import][blktrace]") {
   const uint32_t sdb = blk::dev(8, 16), sdb1 = blk::dev(8, 17), dm = blk::dev(253, 0);
   const uint32_t W = blk::kWrite;

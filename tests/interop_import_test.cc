@@ -20,7 +20,7 @@
 #include "traces/error.h"
 #include "traces/import/format_detect.h"
 #include "traces/import/importer.h"
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
 
@@ -1028,7 +1028,7 @@ TEST_CASE("sorted spill: runs spilled to disk merge into issue-time order, ties 
   {
     TraceWriter w(dir.file("t.iot"), {});
     w.add_device({});
-    sorter.drain(w);
+    sorter.drain([&w](const Io& io) { w.append(io); });
     w.close();
   }
   auto want = ios;

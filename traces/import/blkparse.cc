@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "traces/import/block_io_assembler.h"
+#include "traces/blk/block_io_assembler.h"
 #include "traces/import/input.h"
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
 #include "traces/import/text_lines.h"
 
 namespace iotape {
@@ -204,7 +204,8 @@ static_assert(std::is_trivially_copyable_v<HeldEvent>);  // held as bytes
 
 ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
   ImportReport report;
-  blk::BlockIoAssembler assembler(out, report, options);
+  blk::WriterOutput output(out);
+  blk::BlockIoAssembler assembler(output, report, options);
   EventParser parser;
   uint64_t out_of_order = 0, spilled = 0;
   for (const Input& in : inputs) {

@@ -53,7 +53,7 @@ ImportReport ImportSink::finish() {
   if (sorted_.spilled_runs())
     report_.notes.push_back("sorted by issue time through " + std::to_string(sorted_.spilled_runs()) +
                             " spilled runs");
-  sorted_.drain(out_);
+  sorted_.drain([this](const Io& io) { out_.append(io); });
   for (const auto& [reason, n] : report_.skipped_by_reason)
     report_.notes.push_back(std::to_string(n) + " records skipped: " + reason);
   for (const std::string& v : keep_)

@@ -15,7 +15,7 @@
 #include "traces/import/importer.h"
 #include "traces/import/input.h"
 #include "traces/import/text_lines.h"
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
 #include "traces/writer.h"
 
 namespace iotape {

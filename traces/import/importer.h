@@ -11,23 +11,10 @@
 #include <vector>
 
 #include "iotape/v1/trace.pb.h"
+#include "traces/blk/import_report.h"
 #include "traces/writer.h"
 
 namespace iotape {
-
-struct ImportReport {
-  uint64_t records = 0;             // input records (lines, binary records, events) read
-  uint64_t ios = 0;                 // IOs appended to the writer
-  uint64_t skipped = 0;             // records that made no IO (see notes for why)
-  std::map<std::string, uint64_t> skipped_by_reason;  // e.g. "blank-iotype" -> 3; may cover part of skipped
-  std::vector<std::string> notes;   // one line each, e.g. "3 C events matched no D"
-};
-
-struct ImportOptions {
-  std::vector<std::string> volumes;  // keep only these volume ids (as the input writes them); empty = all
-  size_t sort_run_ios = 1 << 20;     // unsorted inputs: IOs sorted in memory before a run is spilled
-  std::string spill_dir;             // where spilled runs go; empty = $TMPDIR or /tmp
-};
 
 struct Importer {
   std::string_view name;     // the FORMAT of `iotape import FORMAT`

@@ -1,7 +1,6 @@
-#include "traces/import/block_io_assembler.h"
+#include "traces/blk/block_io_assembler.h"
 
 #include <algorithm>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -12,7 +11,8 @@
 #include <fmt/format.h>
 
 #include "traces/error.h"
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
+#include "traces/blktrace_layout.h"
 
 namespace iotape::blk {
 
@@ -43,6 +43,7 @@ struct Request {
   Op op = Op::kRead;
   uint32_t flags = 0;
   bool remapped = false;  // moved here by an A event, not yet queued on this device
+  bool empty_preflush = false;  // queued as a write of no data with a preflush (an fsync's)
   EventPlace place;       // its latest Q, G, I or D, for errors about an IO written at the end
 };
 
@@ -73,6 +74,11 @@ class Requests {
     return nullptr;
   }
 
+  void for_each(const std::function<void(const Request&)>& visit) const {
+    for (const auto& [k, rs] : map_)
+      for (const Request& r : rs) visit(r);
+  }
+
   uint64_t size() const {
     uint64_t n = 0;
     for (const auto& [k, rs] : map_) n += rs.size();
@@ -92,14 +98,15 @@ class Requests {
     auto it = map_.find(k);
     Request r = std::move(front ? it->second.front() : it->second.back());
     if (front)
-      it->second.pop_front();
+      it->second.erase(it->second.begin());
     else
       it->second.pop_back();
     if (it->second.empty()) map_.erase(it);
     return r;
   }
 
-  std::map<Key, std::deque<Request>> map_;
+  // Almost always one request a place: a vector costs one allocation, a deque three.
+  std::map<Key, std::vector<Request>> map_;
 };
 
 Op op_of(const TraceEvent& ev) {
@@ -188,7 +195,7 @@ class EventCensus {
 
 class BlockIoAssembler::Impl {
  public:
-  Impl(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+  Impl(IoOutput& out, ImportReport& report, const ImportOptions& options)
       : out_(out), report_(report), options_(options) {}
 
   void on_event(const TraceEvent& ev, const EventPlace& place) {
@@ -286,7 +293,7 @@ class BlockIoAssembler::Impl {
       });
     }
     const uint64_t held = held_ios_;
-    if (held_) held_->drain(out_);
+    if (held_) held_->drain([this](const Io& io) { out_.append(io); });
     report_.ios += held;
 
     auto note = [this](uint64_t n, const char* what) {
@@ -311,6 +318,33 @@ class BlockIoAssembler::Impl {
     if (auto clocks = census_.clock_note()) report_.notes.push_back(*clocks);
   }
 
+  int64_t oldest_outstanding_ns(int64_t floor_ns) const {
+    int64_t oldest = kNoTime;
+    auto visit = [&](const Request& r) {
+      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
+      if (t != kNoTime && t >= floor_ns && (oldest == kNoTime || t < oldest)) oldest = t;
+    };
+    queued_.for_each(visit);
+    in_flight_.for_each(visit);
+    return oldest;
+  }
+
+  uint64_t write_outstanding(int64_t before_ns) {
+    uint64_t written = 0;
+    in_flight_.take_if([&](Key k, const Request& r) {
+      if (r.issue_ns >= before_ns) return false;
+      out_.append(io_of(r, k.dev, r.place));
+      ++written;
+      return true;
+    });
+    queued_.take_if([&](Key, const Request& r) {
+      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
+      return t < before_ns;
+    });
+    report_.ios += written;
+    return written;
+  }
+
  private:
   Request submitted(const TraceEvent& ev, int64_t queue_ns, const EventPlace& place) {
     Request r;
@@ -322,6 +356,7 @@ class BlockIoAssembler::Impl {
     r.cgroup = ev.cgroup;
     r.cpu = static_cast<int32_t>(ev.cpu);
     set_op(r, ev);  // until a D says how it was issued
+    r.empty_preflush = ev.bytes == 0 && (ev.categories() & category::kFlush) && (ev.categories() & category::kWrite);
     r.place = place;
     return r;
   }
@@ -365,7 +400,12 @@ class BlockIoAssembler::Impl {
       held_ios_ = 0;
     }
     Request r;
-    if (queued_.front(k)) {
+    // A flush request (a flush without a write: REQ_OP_FLUSH, kernels since
+    // 4.8) is the flush machinery's own, not the empty preflush write queued
+    // at the same place: that one completes without being issued.
+    const bool flush_request =
+        ev.bytes == 0 && (ev.categories() & category::kFlush) && !(ev.categories() & category::kWrite);
+    if (Request* q = queued_.front(k); q && !(flush_request && q->empty_preflush)) {
       r = queued_.take_front(k);
       r.remapped = false;
     } else {
@@ -388,6 +428,7 @@ class BlockIoAssembler::Impl {
       std::optional<Request> bio;
       if (queued_.front(k)) bio = queued_.take_front(k);
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
+      if (bio && bio->empty_preflush && bio->queue_ns != kNoTime) return complete_unissued(*bio, ev, place);
       ++unmatched_completions_;
       ++report_.skipped;
       return;
@@ -403,6 +444,20 @@ class BlockIoAssembler::Impl {
     if (ev.sectorless) r->start = ev.sector;
     const Request done = in_flight_.take_front(k);
     Io io = io_of(done, ev.dev, place);
+    io.complete_ns = static_cast<int64_t>(ev.time);
+    out_.append(io);
+    ++report_.ios;
+  }
+
+  // An empty preflush write completed by the flush machinery, never issued:
+  // its issue time is its queue time (as the eBPF back end records it).
+  void complete_unissued(Request r, const TraceEvent& ev, const EventPlace& place) {
+    r.issue_ns = r.queue_ns;
+    r.op = Op::kWrite;
+    r.flags |= flag::kPreflush;
+    const int16_t err = static_cast<int16_t>(ev.error);
+    r.status = err > 0 ? -err : err;
+    Io io = io_of(r, ev.dev, place);
     io.complete_ns = static_cast<int64_t>(ev.time);
     out_.append(io);
     ++report_.ios;
@@ -470,7 +525,7 @@ class BlockIoAssembler::Impl {
     return it->second;
   }
 
-  TraceWriter& out_;
+  IoOutput& out_;
   ImportReport& report_;
   const ImportOptions options_;
   EventCensus census_;
@@ -493,11 +548,15 @@ InputError EventPlace::error(const std::string& why) const {
   return is_line ? error_at_line(*file, at, why) : error_at_byte(*file, at, why);
 }
 
-BlockIoAssembler::BlockIoAssembler(TraceWriter& out, ImportReport& report, const ImportOptions& options)
+BlockIoAssembler::BlockIoAssembler(IoOutput& out, ImportReport& report, const ImportOptions& options)
     : impl_(std::make_unique<Impl>(out, report, options)) {}
 BlockIoAssembler::~BlockIoAssembler() = default;
 
 void BlockIoAssembler::on_event(const TraceEvent& ev, const EventPlace& place) { impl_->on_event(ev, place); }
 void BlockIoAssembler::finish() { impl_->finish(); }
+int64_t BlockIoAssembler::oldest_outstanding_ns(int64_t floor_ns) const {
+  return impl_->oldest_outstanding_ns(floor_ns);
+}
+uint64_t BlockIoAssembler::write_outstanding(int64_t before_ns) { return impl_->write_outstanding(before_ns); }
 
 }  // namespace iotape::blk

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "traces/io.h"
-#include "traces/writer.h"
 
 namespace iotape {
 
@@ -60,8 +59,9 @@ class SortedSpill {
 
   // Holds a copy of `io` (its comm included).
   void add(const Io& io);
-  // Appends every IO held, in issue-time order, and empties the sorter.
-  void drain(TraceWriter& out);
+  // Passes every IO held to `append`, in issue-time order, and empties the
+  // sorter. The IO's comm points into the sorter until `append` returns.
+  void drain(const std::function<void(const Io&)>& append);
 
   uint64_t spilled_runs() const { return records_.spilled_runs(); }
 

@@ -1,4 +1,4 @@
-#include "traces/import/sorted_spill.h"
+#include "traces/blk/sorted_spill.h"
 
 #include <unistd.h>
 
@@ -162,11 +162,11 @@ void SortedSpill::add(const Io& io) {
   records_.add(io.issue_ns, &r, io.comm);
 }
 
-void SortedSpill::drain(TraceWriter& out) {
-  records_.drain([&out](const void* fixed, std::string_view comm) {
+void SortedSpill::drain(const std::function<void(const Io&)>& append) {
+  records_.drain([&append](const void* fixed, std::string_view comm) {
     IoRecord r;
     std::memcpy(&r, fixed, sizeof r);
-    out.append({.issue_ns = r.issue_ns, .queue_ns = r.queue_ns, .complete_ns = r.complete_ns, .offset = r.offset,
+    append({.issue_ns = r.issue_ns, .queue_ns = r.queue_ns, .complete_ns = r.complete_ns, .offset = r.offset,
                 .length = r.length, .device = r.device, .op = r.op, .flags = r.flags, .status = r.status,
                 .pid = r.pid, .comm = comm, .cgroup = r.cgroup, .cpu = r.cpu, .source_index = r.source_index});
   });

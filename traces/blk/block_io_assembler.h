@@ -1,7 +1,8 @@
 // Block-layer events (blktrace's model: Q, G, I, M, F, X, A, D, R, C, ...)
-// folded into one IO per completed request. The raw blktrace importer and the
-// blkparse text importer decode their inputs into BlockTraceEvents and feed
-// them here, in time order, so both reconstruct the same IOs.
+// folded into one IO per completed request. The raw blktrace importer, the
+// blkparse text importer and the blktrace capture back end decode their
+// inputs into TraceEvents and feed them here, in time order, so all three
+// reconstruct the same IOs.
 //
 //   Q (bio queued)    queue time, pid, process name, cgroup, cpu
 //   I (inserted)      queue time when no Q was seen
@@ -11,6 +12,9 @@
 //   D (issued)        issue time; op and flags of the request as dispatched
 //   R (requeued)      back to the queue, to be issued again
 //   C (completed)     completion time and status; the IO is written
+// An empty preflush write (an fsync's) that the flush machinery completes
+// without issuing is an IO of its own, its queue time standing as issue time;
+// the flush request it causes (a flush without a write, D and C) is another.
 // Requests are matched by (device, sector). Events that match nothing are
 // counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
 // requests are not IOs of the block layer's address space and are skipped.
@@ -31,62 +35,59 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 
-#include "traces/blktrace_layout.h"
-#include "traces/error.h"
-#include "traces/import/importer.h"
+#include "iotape/v1/trace.pb.h"
+#include "traces/blk/events.h"
+#include "traces/blk/import_report.h"
+#include "traces/io.h"
 #include "traces/writer.h"
 
 namespace iotape::blk {
 
-// One event, whichever form it was read from.
-struct TraceEvent {
-  uint64_t time = 0;    // ns
-  uint64_t sector = 0;  // 512 B units
-  uint32_t bytes = 0;
-  uint32_t action = 0;  // as blktrace::Record::action
-  uint32_t pid = 0;
-  uint32_t dev = 0;     // as blktrace::Record::device
-  uint32_t cpu = 0;
-  uint16_t error = 0;
-  uint64_t cgroup = 0;
-  // From the payload, where the action has one:
-  uint32_t remap_from_dev = 0;  // A: the bio came from (remap_from_dev, remap_from_sector)
-  uint64_t remap_from_sector = 0;
-  uint32_t remap_to_dev = 0;    // A: to (remap_to_dev, sector)
-  uint64_t split_sector = 0;    // X: where the second part starts
-  std::string_view comm;        // notify process name, or the process name printed with the event
-  // blkparse text of a request of no whole sector: its Q, D and other events
-  // print no sector, its C and R only the sector. Such events match at sector
-  // 0; a C gives the IO its sector.
-  bool sectorless = false;
-  // blkparse text of a zone reset, open, close or finish: an IO of op other.
-  bool zone_command = false;
-
-  uint32_t what() const { return action & 0xff; }
-  uint32_t categories() const { return action >> 16; }
+// Where the assembled IOs go: a trace being written, or a capture's sink.
+class IoOutput {
+ public:
+  virtual ~IoOutput() = default;
+  // The index IOs on `device` carry.
+  virtual uint32_t add_device(const v1::Device& device) = 0;
+  // `io`'s comm points into the caller until append returns.
+  virtual void append(const Io& io) = 0;
+  virtual void set_metadata(const std::string& key, const std::string& value) = 0;
 };
 
-// Where an event came from, for error messages: a byte offset or a line.
-struct EventPlace {
-  const std::string* file = nullptr;
-  uint64_t at = 0;
-  bool is_line = false;
-  InputError error(const std::string& why) const;
+// The output of an import: the trace being written.
+class WriterOutput final : public IoOutput {
+ public:
+  explicit WriterOutput(TraceWriter& out) : out_(out) {}
+  uint32_t add_device(const v1::Device& device) override { return out_.add_device(device); }
+  void append(const Io& io) override { out_.append(io); }
+  void set_metadata(const std::string& key, const std::string& value) override { out_.set_metadata(key, value); }
+
+ private:
+  TraceWriter& out_;
 };
 
 class BlockIoAssembler {
  public:
   // IOs whose fate the end of the trace decides are held in a SortedSpill of
   // `options`' run size and directory.
-  BlockIoAssembler(TraceWriter& out, ImportReport& report, const ImportOptions& options = {});
+  BlockIoAssembler(IoOutput& out, ImportReport& report, const ImportOptions& options = {});
   ~BlockIoAssembler();
 
   // Events must come in time order (ties in file order).
   void on_event(const TraceEvent& ev, const EventPlace& place);
   // Writes the IOs the end of the trace decides, and adds the notes.
   void finish();
+
+  // For a live capture, which has no end to wait for:
+  // The earliest queue or issue time at or after `floor_ns` of a request not
+  // yet completed (queued or in flight); kNoTime when there is none.
+  int64_t oldest_outstanding_ns(int64_t floor_ns) const;
+  // Writes every request issued before `before_ns` and not completed as an
+  // IO without completion time, and forgets the bios queued before it and
+  // never issued (their events were lost, or a bio-based device completes
+  // them). Returns how many IOs it wrote.
+  uint64_t write_outstanding(int64_t before_ns);
 
  private:
   class Impl;
