@@ -141,12 +141,16 @@ class EbpfBackend final : public Backend {
   v1::Source source() const override { return v1::SOURCE_EBPF; }
   std::string detail() const override { return detail_; }
 
+  // Passes on every record reserved before the wait ended: consuming stops
+  // at a record still being written (by a program on another CPU, for
+  // microseconds), and the records behind it, an IO's completion among them,
+  // must not wait for the next poll (replay times each finished IO at once).
   void poll(int timeout_ms, const IoSink& sink) override {
     sink_ = &sink;
     // Records are submitted without a wakeup until the buffer fills (see
     // iotrace.bpf.c): the wait is mostly a timeout, then everything is consumed.
     int n = ring_buffer__poll(ring_, timeout_ms);
-    if (n >= 0 || n == -EINTR) n = ring_buffer__consume(ring_);
+    if (n >= 0 || n == -EINTR) n = consume_to(ring_position(page_));
     sink_ = nullptr;
     if (n < 0 && n != -EINTR) throw TraceError(std::string("ring buffer: ") + std::strerror(-n));
   }
@@ -166,17 +170,10 @@ class EbpfBackend final : public Backend {
       if (issue >= floor_ns && issue < oldest) oldest = issue;
     });
     if (!whole) return floor_ns;
+    // Records behind one still being written may be IOs the scan no longer saw.
     const uint64_t reserved = ring_position(page_);
     poll(0, sink);
-    // Consuming stops at a record still being written (by a program on
-    // another CPU, for microseconds); records behind it may be IOs the scan
-    // no longer saw.
-    for (int tries = 0; ring_position(0) < reserved; ++tries) {
-      if (tries == 100) return floor_ns;
-      const timespec pause{0, 20'000};
-      ::nanosleep(&pause, nullptr);
-      poll(0, sink);
-    }
+    if (ring_position(0) < reserved) return floor_ns;
     return std::max(oldest, floor_ns);
   }
 
@@ -215,6 +212,18 @@ class EbpfBackend final : public Backend {
   }
 
   size_t slot_bytes() const { return size_t{slot_count_} * sizeof(iotrace_inflight); }
+
+  // Consumes records up to the producer position `reserved`, waiting up to
+  // 2 ms for one still being written; what is left goes with the next call.
+  int consume_to(uint64_t reserved) {
+    int n = ring_buffer__consume(ring_);
+    for (int tries = 0; n >= 0 && ring_position(0) < reserved && tries < 100; ++tries) {
+      const timespec pause{0, 20'000};
+      ::nanosleep(&pause, nullptr);
+      n = ring_buffer__consume(ring_);
+    }
+    return n;
+  }
 
   // A position of the ring buffer (kept by the kernel and libbpf at the start
   // of their pages): the consumer's at offset 0, the producer's at page_.
