@@ -77,6 +77,21 @@ def samples(workdir):
     return out
 
 
+@pytest.fixture
+def truncated_trace(samples, tmp_path):
+    """(whole, cut): the vscsi sample in chunks of 1,000 IOs, and a copy cut
+    in the middle of the file."""
+    import iotape
+
+    source = iotape.open(samples["vscsi"])
+    whole = tmp_path / "whole.iot"
+    iotape.write(whole, source.batches(), header=source.header, chunk_ios=1000)
+    cut = tmp_path / "cut.iot"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    return whole, cut
+
+
 def _loop_device(backing):
     return run("losetup", "--find", "--show", backing).stdout.strip()
 

@@ -111,14 +111,9 @@ def test_not_a_trace(tmp_path):
         iotape.open(tmp_path / "missing.iot")
 
 
-def test_truncated_trace_gives_good_chunks_then_error(samples, tmp_path):
-    # Many small chunks, then a cut in the middle of the file.
-    source = iotape.open(samples["vscsi"])
-    whole = tmp_path / "whole.iot"
-    iotape.write(whole, source.batches(), header=source.header, chunk_ios=1000)
-    cut = tmp_path / "cut.iot"
-    data = whole.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])
+def test_truncated_trace_gives_good_chunks_then_error(truncated_trace):
+    whole, cut = truncated_trace
+    source = iotape.open(whole)
 
     # The truth: what iotape cat prints before it stops, and where it stops.
     r = run_iotape("cat", "--format", "csv", cut, check=False)

@@ -101,14 +101,9 @@ def test_data_source_and_parquet_agree_with_report(spark, samples, captured, tmp
           f"{sum(v['ios'] for v in via_source.values())} IOs: {time.monotonic() - started:.1f} s")
 
 
-def test_truncated_file_through_the_data_source(spark, samples, tmp_path):
+def test_truncated_file_through_the_data_source(spark, truncated_trace):
     from iotape.spark import register
-    source = iotape.open(samples["vscsi"])
-    whole = tmp_path / "whole.iot"
-    iotape.write(whole, source.batches(), header=source.header, chunk_ios=1000)
-    cut = tmp_path / "cut.iot"
-    data = whole.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])
+    _, cut = truncated_trace
     register(spark)
     with pytest.raises(Exception) as err:
         spark.read.format("iotape").load(str(cut)).count()
