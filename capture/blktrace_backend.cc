@@ -12,7 +12,7 @@
 //
 // The records name the thread, not the process, and carry no process name:
 // both are looked up in /proc while the thread lives, in the tracer's saved
-// command lines after.
+// command lines and thread-to-process table after.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mount.h>
@@ -108,6 +108,37 @@ class Setting {
   std::string path_, restore_;
 };
 
+// Keeps the tracer's thread-to-process table (saved_tgids) filled while it
+// lives: the blk tracer alone does not; a trace instance of its own with
+// record-tgid and one rare event (process exit) starts the recording for all
+// of tracefs, and its buffer keeps the main one free of those events.
+class TgidRecording {
+ public:
+  TgidRecording() : dir_(kTracefs + "/instances/iotape-tgid-" + std::to_string(::getpid())) {
+    if (::mkdir(dir_.c_str(), 0700) != 0) throw error_errno(dir_, "cannot make a trace instance", errno);
+    try {
+      write_file(dir_ + "/options/record-tgid", "1");
+      write_file(dir_ + "/events/sched/sched_process_exit/enable", "1");
+    } catch (...) {
+      ::rmdir(dir_.c_str());
+      throw;
+    }
+  }
+  ~TgidRecording() {
+    try {
+      write_file(dir_ + "/events/sched/sched_process_exit/enable", "0");
+    } catch (const std::exception&) {
+      // rmdir below fails then, and the next start reports the busy tracefs.
+    }
+    ::rmdir(dir_.c_str());
+  }
+  TgidRecording(const TgidRecording&) = delete;
+  TgidRecording& operator=(const TgidRecording&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 // A thread's process id and name.
 struct Thread {
   uint32_t tgid = 0;
@@ -155,6 +186,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
       index_[blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
     change(kTracefs + "/trace_clock", "boot", selected(read_file(kTracefs + "/trace_clock")));
     change(kTracefs + "/options/blk_cgroup", "0");  // a cgroup id would lengthen the records
+    tgids_ = std::make_unique<TgidRecording>();
     // Wake the reader when there are events (not when half the buffer is
     // full): a thread's process is looked up in /proc when its events are
     // read, and short-lived threads are gone soon.
@@ -373,6 +405,8 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     // Gone already (io_uring's workers exit with their ring): the name the
     // tracer saved, and the process of the thread that made the ring.
     t.comm = saved_cmdline(tid);
+    t.tgid = saved_tgid(tid);
+    if (t.tgid) return t;
     t.tgid = tid;  // best guess: the thread of a single-threaded process
     if (const uint32_t owner = io_uring_owner(t.comm)) {
       Thread o;
@@ -388,6 +422,19 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     for (std::string line; std::getline(in, line);)
       if (line.starts_with(prefix)) return line.substr(prefix.size());
     return {};
+  }
+
+  // The process the tracer saved for `tid` (saved_tgids: "TID TGID" lines); 0 if none.
+  static uint32_t saved_tgid(uint32_t tid) {
+    std::ifstream in(kTracefs + "/saved_tgids");
+    const std::string prefix = std::to_string(tid) + " ";
+    uint32_t tgid = 0;
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with(prefix)) {
+        std::from_chars(line.data() + prefix.size(), line.data() + line.size(), tgid);
+        break;
+      }
+    return tgid;
   }
 
   // blk::IoOutput: the IOs the assembler completes, filtered as asked.
@@ -437,6 +484,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   BackendOptions opt_;
   std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
   std::vector<std::unique_ptr<Setting>> settings_;
+  std::unique_ptr<TgidRecording> tgids_;
   std::unique_ptr<Setting> tracer_;
   std::vector<std::unique_ptr<CpuStream>> cpus_;
   std::vector<char> page_ = std::vector<char>(1 << 20);  // a read returns one page (sub-buffer) at most

@@ -439,7 +439,7 @@ bool wait_for_free_tracer() {
 
 // A SIGKILLed blktrace recorder cannot restore what it set: once armed, this
 // puts back the tracer, the trace clock, the buffer's size and wakeup level
-// and the device's trace switch.
+// and the device's trace switch, and removes the recorder's trace instance.
 struct KilledTracerReset {
   explicit KilledTracerReset(std::string device) : device(std::move(device)) {
     const std::string clocks = read_file("/sys/kernel/tracing/trace_clock");  // "local [boot] ...": [] is selected
@@ -458,8 +458,13 @@ struct KilledTracerReset {
     std::ofstream("/sys/kernel/tracing/buffer_size_kb") << buffer_kb;
     std::ofstream("/sys/kernel/tracing/buffer_percent") << buffer_percent;
     std::ofstream("/sys/block/" + device + "/trace/enable") << "0";
+    // The instance that kept the tracer's thread-to-process table filled.
+    const std::string instance = "/sys/kernel/tracing/instances/iotape-tgid-" + std::to_string(recorder);
+    std::ofstream(instance + "/events/sched/sched_process_exit/enable") << "0";
+    ::rmdir(instance.c_str());
   }
   std::string device;
+  pid_t recorder = 0;
   std::string clock;  // as they were before the capture
   std::string buffer_kb;
   std::string buffer_percent;
@@ -910,6 +915,7 @@ TEST_CASE("SIGKILL loses at most the IOs of the last flush interval plus 0.1 s",
     Process fio = paced_fio(dir, loop, k.depth, static_cast<int>(std::ceil(k.at_s)) + 1, kIops);
     std::this_thread::sleep_until(fio_start + std::chrono::duration<double>(k.at_s));
     reset.armed = k.backend == "blktrace";
+    reset.recorder = rec.process().pid();
     const int64_t killed_at = capture::boottime_ns();
     CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(fio.wait() == 0);
