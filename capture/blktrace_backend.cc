@@ -402,11 +402,12 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
       return t;
     }
     if (!added) return t;
-    // Gone already (io_uring's workers exit with their ring): the name the
-    // tracer saved, and the process of the thread that made the ring.
-    t.comm = saved_cmdline(tid);
-    t.tgid = saved_tgid(tid);
-    if (t.tgid) return t;
+    // Gone already (a job's thread at its end, io_uring's workers with their
+    // ring): the name and process the tracer saved; without a saved process,
+    // that of the thread that made the ring.
+    t.comm = saved_for("saved_cmdlines", tid);
+    const std::string tgid = saved_for("saved_tgids", tid);
+    if (std::from_chars(tgid.data(), tgid.data() + tgid.size(), t.tgid).ec == std::errc() && t.tgid) return t;
     t.tgid = tid;  // best guess: the thread of a single-threaded process
     if (const uint32_t owner = io_uring_owner(t.comm)) {
       Thread o;
@@ -415,26 +416,14 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     return t;
   }
 
-  // The name the tracer saved for `tid` (saved_cmdlines: "TID NAME" lines).
-  static std::string saved_cmdline(uint32_t tid) {
-    std::ifstream in(kTracefs + "/saved_cmdlines");
+  // What the tracer saved for thread `tid` in `table` ("TID VALUE" lines:
+  // saved_cmdlines, its name; saved_tgids, its process); "" if nothing.
+  static std::string saved_for(const char* table, uint32_t tid) {
+    std::ifstream in(kTracefs + "/" + table);
     const std::string prefix = std::to_string(tid) + " ";
     for (std::string line; std::getline(in, line);)
       if (line.starts_with(prefix)) return line.substr(prefix.size());
     return {};
-  }
-
-  // The process the tracer saved for `tid` (saved_tgids: "TID TGID" lines); 0 if none.
-  static uint32_t saved_tgid(uint32_t tid) {
-    std::ifstream in(kTracefs + "/saved_tgids");
-    const std::string prefix = std::to_string(tid) + " ";
-    uint32_t tgid = 0;
-    for (std::string line; std::getline(in, line);)
-      if (line.starts_with(prefix)) {
-        std::from_chars(line.data() + prefix.size(), line.data() + line.size(), tgid);
-        break;
-      }
-    return tgid;
   }
 
   // blk::IoOutput: the IOs the assembler completes, filtered as asked.
