@@ -17,16 +17,18 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]})); then
+# Installs Debian packages PKG..., as root only.
+install_packages() {
   if [[ $(id -u) -ne 0 ]]; then
-    echo "iotape setup: missing packages (${missing[*]}); run as root to install them" >&2
+    echo "iotape setup: missing packages ($*); run as root to install them" >&2
     exit 1
   fi
-  echo "iotape setup: installing ${missing[*]}"
+  echo "iotape setup: installing $*"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+((${#missing[@]} == 0)) || install_packages "${missing[@]}"
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build --quiet 2>&1 | grep -v '^ninja: no work to do' || true
@@ -34,16 +36,7 @@ test -x build/cli/iotape
 
 # The Python package, in a virtual environment of its own with pinned
 # packages; PySpark needs a JVM.
-if ! command -v java >/dev/null; then
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "iotape setup: java is missing; run as root to install openjdk-17-jre-headless" >&2
-    exit 1
-  fi
-  echo "iotape setup: installing openjdk-17-jre-headless"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
-fi
+command -v java >/dev/null || install_packages openjdk-17-jre-headless
 venv=build/python-venv
 [[ -x $venv/bin/python ]] || /usr/bin/python3 -m venv "$venv"
 if ! cmp -s python/requirements.txt "$venv/requirements.installed"; then
