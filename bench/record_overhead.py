@@ -110,6 +110,39 @@ class Iotape:
                 "cpu_s": cpu}
 
 
+class FtraceBlkRaw:
+    """The floor of the blktrace back end: the blk tracer set up as `record --backend blktrace` sets it
+    (boot clock, no cgroup ids), each CPU's binary pipe (trace_pipe_raw) copied to /dev/null."""
+
+    name = "ftrace-blk-raw"
+
+    def __init__(self, dev, work):
+        self.disk, self.work = os.path.basename(dev), work
+
+    def start(self):
+        if open(f"{TRACEFS}/current_tracer").read().strip() != "nop":
+            raise RuntimeError("the ftrace tracer is busy")
+        self.clock = open(f"{TRACEFS}/trace_clock").read().split("[")[1].split("]")[0]
+        self.cgroup = open(f"{TRACEFS}/options/blk_cgroup").read().strip()
+        write(f"{TRACEFS}/trace_clock", "boot")
+        write(f"{TRACEFS}/options/blk_cgroup", "0")
+        write(f"/sys/block/{self.disk}/trace/enable", "1")
+        write(f"{TRACEFS}/current_tracer", "blk")
+        self.procs = [subprocess.Popen(["cat", f"{TRACEFS}/per_cpu/cpu{cpu}/trace_pipe_raw"], stdout=subprocess.DEVNULL)
+                      for cpu in range(os.cpu_count())]
+
+    def stop(self):
+        cpu = 0
+        for p in self.procs:
+            p.terminate()
+            cpu += wait_cpu_seconds(p)[1]
+        write(f"{TRACEFS}/current_tracer", "nop")
+        write(f"/sys/block/{self.disk}/trace/enable", "0")
+        write(f"{TRACEFS}/options/blk_cgroup", self.cgroup)
+        write(f"{TRACEFS}/trace_clock", self.clock)
+        return {"dropped": None, "ios": 0, "cpu_s": cpu}
+
+
 class HookFloor:
     """bench/hook_floor: iotape's three tracepoints with empty programs, or with one clock read each."""
 
@@ -217,7 +250,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     ap.add_argument("--tracers", nargs="+", metavar="NAME",
-                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk hooks hooks+clock")
+                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk ftrace-blk-raw hooks hooks+clock")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root")
@@ -235,7 +268,7 @@ def main():
     dev = sh(f"losetup -f --show {backing}")
     try:
         tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
-                   Bpftrace(dev, work), FtraceBlk(dev, work), HookFloor(hook_floor, False, work),
+                   Bpftrace(dev, work), FtraceBlk(dev, work), FtraceBlkRaw(dev, work), HookFloor(hook_floor, False, work),
                    HookFloor(hook_floor, True, work)]
         if a.tracers:
             unknown = set(a.tracers) - {t.name for t in tracers}
@@ -273,7 +306,17 @@ def main():
                   f"{statistics.median(x['traced'] for x in rows):12.0f} "
                   f"{'n/a' if None in dropped else sum(dropped):>8} {cpu} "
                   f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
+        # Each back end against the floor of its kernel interface, round by round.
+        for name, floor in (("iotape-ebpf", "hooks+clock"), ("iotape-blktrace", "ftrace-blk-raw")):
+            if name in results and floor in results:
+                per_round = [x["ratio"] / f["ratio"] for x, f in zip(results[name], results[floor])]
+                print(f"{name} / {floor}: {statistics.median(per_round):.3f} (median of the rounds' ratios)")
         if bpf_stats:
+            rows = results["iotape-ebpf"]
+            user = sum(x["cpu_s"] for x in rows) / sum(x["ios"] for x in rows) * 1e9
+            print(f"iotape-ebpf capture CPU per IO: recorder process {user:.0f} ns + BPF programs "
+                  f"{sum(bpf_iotape.values()):.0f} ns = {user + sum(bpf_iotape.values()):.0f} ns "
+                  f"(the floor's programs: {sum(bpf_floor.values()):.0f} ns)")
             print()
             print("BPF run time per invocation (kernel.bpf_stats_enabled runs; hooks+clock = the statistics' own "
                   "cost plus one clock read):")
