@@ -112,7 +112,7 @@ class Iotape:
 
 class FtraceBlkRaw:
     """The floor of the blktrace back end: the blk tracer set up as `record --backend blktrace` sets it
-    (boot clock, no cgroup ids), each CPU's binary pipe (trace_pipe_raw) copied to /dev/null."""
+    (boot clock, no cgroup ids), each CPU's binary pipe (trace_pipe_raw) read and thrown away."""
 
     name = "ftrace-blk-raw"
 
@@ -128,18 +128,28 @@ class FtraceBlkRaw:
         write(f"{TRACEFS}/options/blk_cgroup", "0")
         write(f"/sys/block/{self.disk}/trace/enable", "1")
         write(f"{TRACEFS}/current_tracer", "blk")
-        self.procs = [subprocess.Popen(["cat", f"{TRACEFS}/per_cpu/cpu{cpu}/trace_pipe_raw"], stdout=subprocess.DEVNULL)
+        # A read of trace_pipe_raw may return 0 with the tracer still on: read on, as the back end does.
+        reader = ("import os, sys, time\n"
+                  "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+                  "while True:\n"
+                  "    if not os.read(fd, 1 << 20): time.sleep(0.01)\n")
+        self.procs = [subprocess.Popen([sys.executable, "-c", reader, f"{TRACEFS}/per_cpu/cpu{cpu}/trace_pipe_raw"])
                       for cpu in range(os.cpu_count())]
 
     def stop(self):
         cpu = 0
-        for p in self.procs:
-            p.terminate()
-            cpu += wait_cpu_seconds(p)[1]
-        write(f"{TRACEFS}/current_tracer", "nop")
-        write(f"/sys/block/{self.disk}/trace/enable", "0")
-        write(f"{TRACEFS}/options/blk_cgroup", self.cgroup)
-        write(f"{TRACEFS}/trace_clock", self.clock)
+        try:
+            for p in self.procs:
+                os.kill(p.pid, signal.SIGTERM)  # not Popen.terminate(): it would reap a reader that failed early
+                status, used = wait_cpu_seconds(p)
+                if status != -signal.SIGTERM:
+                    raise RuntimeError(f"a trace_pipe_raw reader exited with status {status}")
+                cpu += used
+        finally:
+            write(f"{TRACEFS}/current_tracer", "nop")
+            write(f"/sys/block/{self.disk}/trace/enable", "0")
+            write(f"{TRACEFS}/options/blk_cgroup", self.cgroup)
+            write(f"{TRACEFS}/trace_clock", self.clock)
         return {"dropped": None, "ios": 0, "cpu_s": cpu}
 
 
