@@ -15,6 +15,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "capture/backend.h"
@@ -89,6 +90,7 @@ struct Piece {
   uint64_t end;  // bytes; the start is the map key
   int64_t issue, complete;
   bool remainder;  // part of a request that already served another IO
+  bool empty_write = false;  // an fsync's empty pre-flush write, not a flush request
 };
 
 }  // namespace
@@ -116,7 +118,7 @@ struct DeviceTimes::State {
     // A request never issued (the empty pre-flush write of an fsync, which
     // the flush machinery completes itself) kept the device busy for no time.
     const int64_t issue = r.has_queue() && r.issue_ns == r.queue_ns ? r.complete_ns : r.issue_ns;
-    const Piece p{r.offset + r.length, issue - offset, r.complete_ns - offset, false};
+    const Piece p{r.offset + r.length, issue - offset, r.complete_ns - offset, false, r.op == Op::kWrite};
     if (r.length > 0 && r.op != Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
@@ -163,12 +165,18 @@ struct DeviceTimes::State {
     return parts;
   }
 
-  // The requests without a range that `dev` served within [lo, hi], in order.
-  void claim_flushes(uint32_t dev, int64_t lo, int64_t hi, std::vector<Piece>& out) {
+  // The flush requests `dev` served within [lo, hi], in order, and the first
+  // empty pre-flush write among them: each replayed fsync made one of its
+  // own, while one flush request may serve several fsyncs at once, so an IO
+  // takes every flush in its span but leaves the other fsyncs their writes.
+  void claim_flushes(uint32_t dev, int64_t lo, int64_t hi, std::vector<Piece>& out, std::optional<Piece>& write) {
     auto& q = rangeless[dev];
     for (auto it = q.begin(); it != q.end();) {
-      if (it->issue >= lo && it->complete <= hi) {
-        out.push_back(*it);
+      if (it->issue >= lo && it->complete <= hi && (!it->empty_write || !write)) {
+        if (it->empty_write)
+          write = *it;
+        else
+          out.push_back(*it);
         it = q.erase(it);
       } else {
         ++it;
@@ -204,7 +212,14 @@ struct DeviceTimes::State {
       }
     }
     flushes.clear();
-    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua))) claim_flushes(dev, lo, hi, flushes);
+    std::optional<Piece> write;
+    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua))) claim_flushes(dev, lo, hi, flushes, write);
+    // An fsync's empty write is timed by its own request; a flush by the first flush request.
+    if (parts == 0 && write && io.op != Op::kFlush) {
+      first = write->issue;
+      last = write->complete;
+      ++parts;
+    }
     for (const Piece& f : flushes) {
       if (parts == 0) {  // the IO's own request
         first = f.issue;

@@ -11,7 +11,8 @@
 //   extents) takes the first issue and the last completion of its parts;
 // - by time for requests without a range (flushes, the empty pre-flush write
 //   of an fsync): the IO with flush semantics (flush, pre-flush, FUA) on that
-//   device whose submission and reap enclose the request.
+//   device whose submission and reap enclose the request; an fsync takes one
+//   empty write (its own: concurrent fsyncs share flush requests, not those).
 // A request counts for an IO only if it completed between the IO's submission
 // and its reap. Request times are CLOCK_BOOTTIME, converted to the replay's
 // CLOCK_MONOTONIC.

@@ -697,6 +697,58 @@ TEST_CASE("multi-device traces go to their targets, --device-map reroutes them",
   CHECK(replay("--device-map 1=0") == std::pair<uint64_t, uint64_t>{50, 0});
 }
 
+// Concurrent fsyncs share flush requests (the flush machinery serves every
+// pre-flush waiting when it starts one) but each makes its own empty
+// pre-flush write: each replayed fsync is timed by its own, and each flush
+// request the device completed is one result IO, as /sys/block counts them.
+TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear once", "[root]") {
+  if (!test::require_root("load BPF programs and attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(64 * kMiB);
+  std::vector<Io> ios;
+  int64_t t = 0;
+  size_t fsyncs = 0;
+  for (int group = 0; group < 150; ++group) {
+    for (int k = 0; k < 4; ++k)
+      ios.push_back(make_io(t + k * 2'000, Op::kWrite, static_cast<uint64_t>(group * 4 + k) * 65536, 4096, 150'000));
+    for (int k = 0; k < 4; ++k) {  // four fsyncs in flight together
+      Io f = make_io(t + 10'000 + k * 3'000, Op::kWrite, 0, 0, 400'000);
+      f.flags = flag::kPreflush | flag::kSync;
+      ios.push_back(f);
+      ++fsyncs;
+    }
+    t += 1'000'000;
+  }
+  const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
+  write_trace(trace, ios, 64 * kMiB);
+  test::run("udevadm settle");
+  const auto before = test::block_stat(loop.name());
+  const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd recorded --times device"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const uint64_t flushes = test::block_stat(loop.name()).flush_ios - before.flush_ios;
+  TraceReader rr(result);
+  const auto& late = rr.index()->metadata();  // keys set after the first chunk live in the index
+  const auto& early = rr.header().metadata();
+  const std::string key = "replay.device_untimed_ios";
+  CHECK((late.count(key) ? late.at(key) : early.at(key)) == "0");
+  const auto out = read_all(result);
+  size_t fsync_ios = 0, flush_ios = 0;
+  for (const auto& io : out) {
+    REQUIRE(io.has_complete());
+    if (io.op == Op::kFlush) ++flush_ios;
+    if (io.op == Op::kWrite && io.length == 0) {
+      ++fsync_ios;
+      CHECK(io.issue_ns == io.complete_ns);  // never issued to the device: an instant
+    }
+  }
+  CHECK(fsync_ios == fsyncs);
+  INFO("flush requests completed by the device: " << flushes);
+  CHECK(flushes > 0);
+  CHECK(flushes < fsyncs);  // the kernel shared them, or this test shows nothing
+  CHECK(flush_ios == flushes);
+}
+
 // The result's times are the block layer's: the busy time `report` computes
 // from them is the union of the request intervals the kernel's blk tracer
 // saw, and each IO's times lie within its request's.
