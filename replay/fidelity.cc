@@ -22,7 +22,13 @@ void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns,
   ++ios_;
   if (replayed.status != 0) ++errors_;
   recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
-  if (replayed.has_complete()) replayed_busy_.add(replayed.issue_ns, replayed.complete_ns);
+  if (replayed.has_complete()) {
+    replayed_intervals_.emplace(replayed.issue_ns, replayed.complete_ns);
+    if (replayed_intervals_.size() > kBusyWindow) {
+      replayed_busy_.add(replayed_intervals_.top().first, replayed_intervals_.top().second);
+      replayed_intervals_.pop();
+    }
+  }
   if (timed_) {
     issue_error_.add(static_cast<uint64_t>(std::max<int64_t>(0, issue_rel_ns - io.due_ns)));
     const int64_t ready = std::max(ready_rel_ns, io.due_ns);
@@ -73,7 +79,10 @@ FidelitySummary Fidelity::summary() const {
   s.late_p99_ns = late_.percentile(99);
   s.late_max_ns = late_.max();
   s.recorded_busy_ns = recorded_busy_.total_ns();
-  s.replayed_busy_ns = replayed_busy_.total_ns();
+  stats::BusyTime replayed_busy = replayed_busy_;
+  for (auto waiting = replayed_intervals_; !waiting.empty(); waiting.pop())
+    replayed_busy.add(waiting.top().first, waiting.top().second);
+  s.replayed_busy_ns = replayed_busy.total_ns();
   s.interarrival_error_p50_ns = interarrival_error_.percentile(50);
   s.interarrival_error_p99_ns = interarrival_error_.percentile(99);
   s.interarrival_error_max_ns = interarrival_error_.max();

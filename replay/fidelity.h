@@ -4,8 +4,9 @@
 //
 // - issue-time error (original timing): replayed issue minus due time, split
 //   into the time the queue-depth rule held the IO back (it was due, but the
-//   IOs it waits for had not completed: the target was slower than the
-//   recording) and the replayer's own lateness (ready, not yet submitted);
+//   IOs it waits for had not completed, or an IO before it was held so: IOs
+//   go in recorded order; the target was slower than the recording) and the
+//   replayer's own lateness (ready, not yet submitted);
 // - busy time (union of issue-to-completion intervals), recorded and
 //   replayed: how much slower or faster the target was;
 // - inter-arrival error: |replayed gap - intended gap| between consecutive IOs;
@@ -95,6 +96,12 @@ class Fidelity {
   stats::LogLinearHistogram issue_error_, interarrival_error_, held_, late_;
   uint64_t held_ios_ = 0;
   stats::BusyTime recorded_busy_, replayed_busy_;
+  // The replayed intervals come in source order, their device times a little
+  // out of it (requests overtake each other): the earliest starts go to
+  // replayed_busy_ once kBusyWindow are waiting, the rest at the summary.
+  static constexpr size_t kBusyWindow = 1u << 16;
+  std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>, std::greater<>>
+      replayed_intervals_;
   Depths recorded_qd_, replayed_qd_;
   bool have_prev_ = false;
   int64_t prev_due_ = 0, prev_issue_ = 0, last_due_ = 0, last_issue_ = 0;

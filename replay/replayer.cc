@@ -139,7 +139,7 @@ namespace {
 // it: the replay loop copies one small record per IO, not two.
 struct Slot {
   ReplayIo io;
-  int64_t ready_ns = 0;  // when the queue-depth rule and the schedule let it go
+  int64_t ready_ns = 0;  // when the queue-depth rule and the schedule let it (and every IO before it) go
   int64_t issue_ns = 0;  // submitted
   int64_t complete_ns = kNoTime;
   int32_t status = 0;
@@ -410,6 +410,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   ReplayIo next;
   bool have_next = incoming.next(next);
   bool next_held = false;  // the queue-depth rule held `next` back
+  int64_t last_ready = 0;  // when the queue-depth rule let the last submitted IO go
   PreciseTimers precise;
   const int64_t cpu_start = cpu_ns(RUSAGE_SELF);
   const auto host_start = host_cpu_ticks();
@@ -463,7 +464,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       if (!pending.empty() && next.rec_time_ns != pending_rec_time) submit_pending();
       // Nothing is reaped until the submission, so the IOs counted here are
       // exactly those in flight when it is submitted.
-      const int64_t ready = next_held ? std::max(due, last_reap) : due;
+      // IOs go in recorded order: one that waited holds back those after it.
+      const int64_t ready = std::max(next_held ? std::max(due, last_reap) : due, last_ready);
+      last_ready = ready;
       const auto slot = static_cast<uint32_t>(next_seq % kSlots);
       slots[slot] = Slot{.io = next, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight + 1)};
       next_held = false;
