@@ -110,11 +110,12 @@ class Iotape:
                 "cpu_s": cpu}
 
 
-class FtraceBlkRaw:
+class FtraceBlkFloor:
     """The floor of the blktrace back end: the blk tracer set up as `record --backend blktrace` sets it
-    (boot clock, no cgroup ids), each CPU's binary pipe (trace_pipe_raw) read and thrown away."""
+    (boot clock, no cgroup ids), its events written into the ring buffer and never read (the buffer
+    overwrites its oldest pages): the kernel's own cost, which no reader can go under."""
 
-    name = "ftrace-blk-raw"
+    name = "ftrace-blk-floor"
 
     def __init__(self, dev, work):
         self.disk, self.work = os.path.basename(dev), work
@@ -128,29 +129,14 @@ class FtraceBlkRaw:
         write(f"{TRACEFS}/options/blk_cgroup", "0")
         write(f"/sys/block/{self.disk}/trace/enable", "1")
         write(f"{TRACEFS}/current_tracer", "blk")
-        # A read of trace_pipe_raw may return 0 with the tracer still on: read on, as the back end does.
-        reader = ("import os, sys, time\n"
-                  "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
-                  "while True:\n"
-                  "    if not os.read(fd, 1 << 20): time.sleep(0.01)\n")
-        self.procs = [subprocess.Popen([sys.executable, "-c", reader, f"{TRACEFS}/per_cpu/cpu{cpu}/trace_pipe_raw"])
-                      for cpu in range(os.cpu_count())]
 
     def stop(self):
-        cpu = 0
-        try:
-            for p in self.procs:
-                os.kill(p.pid, signal.SIGTERM)  # not Popen.terminate(): it would reap a reader that failed early
-                status, used = wait_cpu_seconds(p)
-                if status != -signal.SIGTERM:
-                    raise RuntimeError(f"a trace_pipe_raw reader exited with status {status}")
-                cpu += used
-        finally:
-            write(f"{TRACEFS}/current_tracer", "nop")
-            write(f"/sys/block/{self.disk}/trace/enable", "0")
-            write(f"{TRACEFS}/options/blk_cgroup", self.cgroup)
-            write(f"{TRACEFS}/trace_clock", self.clock)
-        return {"dropped": None, "ios": 0, "cpu_s": cpu}
+        write(f"{TRACEFS}/current_tracer", "nop")
+        write(f"/sys/block/{self.disk}/trace/enable", "0")
+        write(f"{TRACEFS}/options/blk_cgroup", self.cgroup)
+        write(f"{TRACEFS}/trace_clock", self.clock)
+        write(f"{TRACEFS}/trace", "")
+        return {"dropped": None, "ios": 0, "cpu_s": 0}
 
 
 class HookFloor:
@@ -260,7 +246,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     ap.add_argument("--tracers", nargs="+", metavar="NAME",
-                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk ftrace-blk-raw hooks hooks+clock")
+                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk ftrace-blk-floor hooks hooks+clock")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root")
@@ -278,7 +264,7 @@ def main():
     dev = sh(f"losetup -f --show {backing}")
     try:
         tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
-                   Bpftrace(dev, work), FtraceBlk(dev, work), FtraceBlkRaw(dev, work), HookFloor(hook_floor, False, work),
+                   Bpftrace(dev, work), FtraceBlk(dev, work), FtraceBlkFloor(dev, work), HookFloor(hook_floor, False, work),
                    HookFloor(hook_floor, True, work)]
         if a.tracers:
             unknown = set(a.tracers) - {t.name for t in tracers}
@@ -317,7 +303,7 @@ def main():
                   f"{'n/a' if None in dropped else sum(dropped):>8} {cpu} "
                   f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
         # Each back end against the floor of its kernel interface, round by round.
-        for name, floor in (("iotape-ebpf", "hooks+clock"), ("iotape-blktrace", "ftrace-blk-raw")):
+        for name, floor in (("iotape-ebpf", "hooks+clock"), ("iotape-blktrace", "ftrace-blk-floor")):
             if name in results and floor in results:
                 per_round = [x["ratio"] / f["ratio"] for x, f in zip(results[name], results[floor])]
                 print(f"{name} / {floor}: {statistics.median(per_round):.3f} (median of the rounds' ratios)")
