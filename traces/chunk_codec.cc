@@ -197,6 +197,8 @@ void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
   out->resize(n);
   Io* ios = out->data();
   ChunkColumns cols(c);
+  std::vector<std::string_view> names(cols.comm_codes());
+  for (uint32_t k = 0; k < names.size(); ++k) names[k] = cols.comm_name(k);
   // Column by column over blocks of rows that stay in cache.
   constexpr uint32_t kBlock = 32;
   for (uint32_t b = 0; b < n; b += kBlock) {
@@ -212,7 +214,7 @@ void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
     cols.length(b, e, [ios](uint32_t i, uint64_t v) { ios[i].length = v; });
     cols.status(b, e, [ios](uint32_t i, int32_t v) { ios[i].status = v; });
     cols.pid(b, e, [ios](uint32_t i, uint32_t v) { ios[i].pid = v; });
-    cols.comm(b, e, [ios, &cols](uint32_t i, uint32_t v) { ios[i].comm = cols.comm_name(v); });
+    cols.comm(b, e, [ios, n = names.data()](uint32_t i, uint32_t v) { ios[i].comm = n[v]; });
     cols.cpu(b, e, [ios](uint32_t i, int32_t v) { ios[i].cpu = v; });
     cols.cgroup(b, e, [ios](uint32_t i, uint64_t v) { ios[i].cgroup = v; });
     cols.source_index(b, e, [ios](uint32_t i, int64_t v) { ios[i].source_index = v; });
