@@ -192,17 +192,22 @@ struct FixedColumn {
   template <typename Known>
   void null_unless(size_t n, Known known) {
     validity = static_cast<uint8_t*>(alloc_buffer(*owner, (n + 7) / 8));
-    for (size_t r = 0; r < n; r += 8) {
-      const size_t m = std::min<size_t>(8, n - r);
-      unsigned byte = 0;
+    auto bits = [&](size_t r, size_t m) {
+      unsigned byte = 0, valid = 0;
+#pragma GCC unroll 8
       for (size_t k = 0; k < m; ++k) {
         const bool ok = known(values[r + k]);
         values[r + k] = ok ? values[r + k] : T{};
         byte |= static_cast<unsigned>(ok) << k;
-        nulls += !ok;
+        valid += ok;
       }
       validity[r / 8] = static_cast<uint8_t>(byte);
-    }
+      return valid;
+    };
+    size_t valid = 0, r = 0;
+    for (; r + 8 <= n; r += 8) valid += bits(r, 8);  // a constant 8: unrolled, no branch
+    if (r < n) valid += bits(r, n - r);
+    nulls = static_cast<int64_t>(n - valid);
   }
   ArrowArray* finish(size_t length, ArrowArray* dictionary = nullptr) {
     owner->buffers = {nulls ? validity : nullptr, values};
@@ -474,7 +479,10 @@ class Reader {
     auto issue_at = [issue_ns](uint32_t i) { return issue_ns[i]; };
     if (want[kIndex]) {
       index.start(kept);
-      for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + (rows ? (*rows)[r] : r) - first_row);
+      if (rows)
+        for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + (*rows)[r] - first_row);
+      else
+        for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + r);
     }
     decode(kIssue, issue, [&](auto put) { for (uint32_t i = 0; i < n; ++i) put(i, issue_ns[i]); });
     decode(kQueue, queue, [&](auto put) { chunk.queue_ns(0, n, issue_at, put); });
