@@ -176,6 +176,15 @@ struct FixedColumn {
   uint8_t* validity = nullptr;
   int64_t nulls = 0;
 
+  FixedColumn() = default;
+  FixedColumn(const FixedColumn&) = delete;
+  FixedColumn& operator=(const FixedColumn&) = delete;
+  ~FixedColumn() {  // not finished: the buffers go back to the pool
+    if (!owner) return;
+    for (auto [p, bytes] : owner->allocations) pool().put(p, bytes);
+    delete owner;
+  }
+
   void start(size_t n) {
     owner = new ArrayOwner;
     values = static_cast<T*>(alloc_buffer(*owner, n * sizeof(T)));
@@ -440,42 +449,46 @@ class Reader {
       const uint32_t n = chunk.size();
       // Issue times first: the window needs them, and queue and completion
       // times are relative to them.
-      issue_.resize(n);
-      chunk.issue_ns(0, n, [t = issue_.data()](uint32_t i, int64_t v) { t[i] = v; });
-      if (issue_[view.first_row] >= end) return std::nullopt;
+      FixedColumn<int64_t> issue;
+      issue.start(n);
+      chunk.issue_ns(0, n, issue.put());
+      const int64_t* issue_ns = issue.values;
+      if (issue_ns[view.first_row] >= end) return std::nullopt;
       const uint64_t first = index_;
       index_ += n - view.first_row;
       rows_.clear();
       bool all = view.first_row == 0;
       if (start != kNoTime || end != std::numeric_limits<int64_t>::max())
-        for (uint32_t i = 0; i < n; ++i) all &= issue_[i] >= start && issue_[i] < end;
+        for (uint32_t i = 0; i < n; ++i) all &= issue_ns[i] >= start && issue_ns[i] < end;
       if (!all) {
         for (uint32_t i = view.first_row; i < n; ++i)
-          if (issue_[i] >= start && issue_[i] < end) rows_.push_back(i);
+          if (issue_ns[i] >= start && issue_ns[i] < end) rows_.push_back(i);
         if (rows_.empty()) continue;
       }
-      return convert(chunk, all ? nullptr : &rows_, first, view.first_row, cols);
+      return convert(chunk, issue, all ? nullptr : &rows_, first, view.first_row, cols);
     }
   }
 
-  Batch convert(ChunkColumns& chunk, const std::vector<uint32_t>* rows, uint64_t first, uint32_t first_row,
-                const std::vector<int>& cols) {
+  // `issue` holds the issue times of every row of the chunk.
+  Batch convert(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const std::vector<uint32_t>* rows, uint64_t first,
+                uint32_t first_row, const std::vector<int>& cols) {
     bool want[kColCount] = {};
     for (int c : cols) want[c] = true;
     const uint32_t n = chunk.size();
     const size_t kept = rows ? rows->size() : n;
 
-    FixedColumn<int64_t> index, offset, length, queue, issue, complete, cgroup, source;
+    FixedColumn<int64_t> index, offset, length, queue, complete, cgroup, source;
     FixedColumn<int32_t> device, device_name, flags, status, pid, comm, cpu;
     FixedColumn<int8_t> op;
     // Every column but index is decoded for the whole chunk, then cut to the kept rows.
+    // (Issue times were decoded before, by read.)
     auto decode = [&](Col c, auto& column, auto&& decoder) {
       if (!want[c]) return;
       column.start(n);
       decoder(column.put());
       if (rows) column.keep(*rows);
     };
-    const int64_t* issue_ns = issue_.data();
+    const int64_t* issue_ns = issue.values;
     auto issue_at = [issue_ns](uint32_t i) { return issue_ns[i]; };
     if (want[kIndex]) {
       index.start(kept);
@@ -484,7 +497,6 @@ class Reader {
       else
         for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + r);
     }
-    decode(kIssue, issue, [&](auto put) { for (uint32_t i = 0; i < n; ++i) put(i, issue_ns[i]); });
     decode(kQueue, queue, [&](auto put) { chunk.queue_ns(0, n, issue_at, put); });
     decode(kComplete, complete, [&](auto put) { chunk.complete_ns(0, n, issue_at, put); });
     decode(kDevice, device, [&](auto put) { chunk.device(0, n, put); });
@@ -499,6 +511,7 @@ class Reader {
     decode(kCpu, cpu, [&](auto put) { chunk.cpu(0, n, put); });
     decode(kCgroup, cgroup, [&](auto put) { chunk.cgroup(0, n, put); });
     decode(kSourceIndex, source, [&](auto put) { chunk.source_index(0, n, put); });
+    if (want[kIssue] && rows) issue.keep(*rows);  // last: the times above were relative to it
     if (want[kQueue]) queue.null_unless(kept, [](int64_t t) { return t != kNoTime; });
     if (want[kComplete]) complete.null_unless(kept, [](int64_t t) { return t != kNoTime; });
     if (want[kPid]) pid.null_unless(kept, [](int32_t p) { return p != 0; });
@@ -599,8 +612,7 @@ class Reader {
 
   TraceReader reader_;
   uint64_t index_ = 0;
-  std::vector<int64_t> issue_;    // the current chunk's issue times
-  std::vector<uint32_t> rows_;    // the rows of it kept
+  std::vector<uint32_t> rows_;  // the rows of the current chunk kept
 };
 
 // The C++ reader alone, for bench/python_bench.py: every chunk decoded into

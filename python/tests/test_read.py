@@ -92,6 +92,8 @@ def test_columns_and_window(samples):
     assert t.to_arrow(columns=["issue_ns"], window=(None, hi)).num_rows == sum(v < hi for v in issue)
     with pytest.raises(ValueError, match="unknown column"):
         t.to_arrow(columns=["nope"])
+    with pytest.raises(ValueError, match="asked for twice: op"):
+        t.to_arrow(columns=["op", "length", "op"])
 
 
 @pytest.mark.parametrize("name", ["vscsi", "blktrace"])
