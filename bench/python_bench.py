@@ -3,19 +3,21 @@
 (default 10M, `iotape synth storage-heavy`):
 
 - Arrow conversion (every column) in IOs per CPU-second on one core, beside
-  the C++ reader alone (the same chunks decoded, no columns filled);
+  the C++ reader alone (the same chunks decoded into rows of Io, as
+  TraceReader::next_batch hands them out), alternated over --rounds;
 - the Parquet dataset's bytes per IO beside the .iot file's;
 - DuckDB's busy-time query (python/examples/duckdb_queries.py) on the Arrow
   table and on the Parquet dataset, beside `iotape report` on the trace.
 
 Run with the package's environment:
-  build/python-venv/bin/python bench/python_bench.py [--ios N] [--dir /dev/shm]
+  build/python-venv/bin/python bench/python_bench.py [--ios N] [--dir /dev/shm] [--rounds 3]
 """
 
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,11 +46,8 @@ def wall_timed(fn):
 
 
 def read_only(path):
-    """The C++ reader alone: every chunk decoded, no column built."""
-    r, chunks = _ext.Reader([path]), 0
-    while r.next([], _ext.NO_TIME, 2**63 - 1) is not None:
-        chunks += 1
-    return chunks
+    """The C++ reader alone: every chunk decoded into IOs, no column built."""
+    return _ext.read_ios([path])
 
 
 def convert(path):
@@ -66,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ios", type=int, default=10_000_000)
     ap.add_argument("--dir", default="/dev/shm")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iotape", default=os.path.join(ROOT, "build", "cli", "iotape"))
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="iotape-pybench-", dir=a.dir)
@@ -76,10 +76,16 @@ def main():
         n = iotape.open(trace).to_arrow(columns=["index"]).num_rows
         print(f"trace: {n:,} IOs (iotape synth storage-heavy), {os.path.getsize(trace) / n:.2f} B/IO")
 
-        _, reader_s = cpu_timed(lambda: read_only(trace))
-        _, arrow_s = cpu_timed(lambda: convert(trace))
-        print(f"C++ reader alone      {n / reader_s / 1e6:7.2f} M IOs/s (CPU time, one core)")
-        print(f"Arrow record batches  {n / arrow_s / 1e6:7.2f} M IOs/s, {reader_s / arrow_s:.2f}x the reader")
+        # Alternated rounds, medians: other load on the machine moves both alike.
+        reader_t, arrow_t = [], []
+        for _ in range(a.rounds):
+            reader_t.append(cpu_timed(lambda: read_only(trace))[1])
+            arrow_t.append(cpu_timed(lambda: convert(trace))[1])
+        reader_s, arrow_s = statistics.median(reader_t), statistics.median(arrow_t)
+        ratios = " ".join(f"{r / c:.2f}" for r, c in zip(reader_t, arrow_t))
+        print(f"C++ reader alone      {n / reader_s / 1e6:7.2f} M IOs/s (CPU time, one core, median of {a.rounds})")
+        print(f"Arrow record batches  {n / arrow_s / 1e6:7.2f} M IOs/s, {reader_s / arrow_s:.2f}x the reader "
+              f"(rounds: {ratios})")
 
         ds_dir = os.path.join(work, "ds")
         _, pq_s = wall_timed(lambda: parquet.write_dataset([trace], ds_dir))

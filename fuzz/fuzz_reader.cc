@@ -8,6 +8,7 @@
 
 #include "fuzz/frames_input.h"
 #include "fuzz/memory_file.h"
+#include "traces/chunk_codec.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 
@@ -21,6 +22,18 @@ uint64_t consume(iotape::TraceReader& reader) {
       sum += static_cast<uint64_t>(io.issue_ns) + io.offset + io.length + io.device + io.pid + io.flags;
       for (char c : io.comm) sum += static_cast<unsigned char>(c);
     }
+  return sum;
+}
+
+// The chunks whole, as readers of columns take them (TraceReader::next_chunk).
+uint64_t consume_chunks(iotape::TraceReader& reader) {
+  uint64_t sum = 0;
+  std::vector<iotape::Io> rows;
+  for (auto view = reader.next_chunk(); view.chunk; view = reader.next_chunk()) {
+    iotape::decode_chunk(*view.chunk, &rows);
+    for (size_t i = view.first_row; i < rows.size(); ++i)
+      sum += static_cast<uint64_t>(rows[i].complete_ns) + rows[i].offset + rows[i].comm.size();
+  }
   return sum;
 }
 
@@ -50,6 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (size >= sizeof t) std::memcpy(&t, data + size - sizeof t, sizeof t);
       reader.seek_time(t);
       sink = sink + consume(reader);
+      iotape::TraceReader chunks(file.path(), {.skip_damaged = skip_damaged});
+      sink = sink + consume_chunks(chunks);
+      chunks.seek_time(t);
+      sink = sink + consume_chunks(chunks);
     } catch (const iotape::TraceError&) {
     }
   }

@@ -201,8 +201,111 @@ TEST_CASE("absent fields leave their columns empty") {
   CHECK(c.length_size() == 100);
   std::vector<Io> back;
   std::string why;
-  REQUIRE(decode_chunk(c, &back, &why));
+  REQUIRE(check_chunk(c, 1, &why));
+  decode_chunk(c, &back);
   for (size_t i = 0; i < ios.size(); ++i) require_same(back[i], ios[i]);
+}
+
+TEST_CASE("each column decodes on its own to the IOs that were encoded") {
+  auto ios = random_ios(3000, 17);
+  for (size_t i = 0; i < ios.size(); ++i) {  // a time quantum and an offset unit: both scaled on the way back
+    Io& io = ios[i].io;
+    io.issue_ns = io.issue_ns / 1000 * 1000;
+    if (io.has_queue()) io.queue_ns = io.issue_ns - static_cast<int64_t>(i % 7) * 1000;
+    if (io.has_complete()) io.complete_ns = io.issue_ns + static_cast<int64_t>(i % 11) * 1000;
+    io.offset &= ~4095ull;
+    io.length = 4096 * (1 + i % 5);
+    if (i % 13 == 0 && i > 0) std::swap(io.issue_ns, ios[i - 1].io.issue_ns);  // negative issue deltas
+  }
+  std::vector<Io> batch;
+  for (const auto& o : ios) batch.push_back(o.io);
+  v1::Chunk c;
+  encode_chunk(batch, 500, &c);
+  REQUIRE(c.time_quantum_ns() == 1000);
+  REQUIRE(c.offset_shift() == 12);
+  std::string why;
+  REQUIRE(check_chunk(c, 3, &why));
+  // Uneven ranges: the running sums carry over from one call to the next.
+  const std::vector<uint32_t> cuts = {0, 1, 8, 100, 101, 2048, 3000};
+  std::vector<int64_t> issue(ios.size(), 0), queue(ios.size(), 0), complete(ios.size(), 0);
+  std::vector<uint64_t> offset(ios.size()), length(ios.size()), cgroup(ios.size());
+  std::vector<uint32_t> device(ios.size()), flags(ios.size()), pid(ios.size()), comm(ios.size());
+  std::vector<int32_t> status(ios.size()), cpu(ios.size());
+  std::vector<int64_t> source(ios.size());
+  std::vector<Op> op(ios.size());
+  auto into = [](auto& v) { return [&v](uint32_t i, auto x) { v[i] = x; }; };
+  ChunkColumns cols(c);
+  REQUIRE(cols.size() == ios.size());
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const uint32_t b = cuts[k], e = cuts[k + 1];
+    auto issue_at = [&](uint32_t i) { return issue[i]; };
+    // Columns in an order unlike the rows', each from its own pass.
+    cols.source_index(b, e, into(source));
+    cols.cgroup(b, e, into(cgroup));
+    cols.offset(b, e, into(offset));
+    cols.issue_ns(b, e, into(issue));
+    cols.complete_ns(b, e, issue_at, into(complete));
+    cols.queue_ns(b, e, issue_at, into(queue));
+    cols.length(b, e, into(length));
+    cols.device(b, e, into(device));
+    cols.op(b, e, into(op));
+    cols.flags(b, e, into(flags));
+    cols.status(b, e, into(status));
+    cols.pid(b, e, into(pid));
+    cols.comm(b, e, into(comm));
+    cols.cpu(b, e, into(cpu));
+  }
+  for (size_t i = 0; i < ios.size(); ++i) {
+    Io io;
+    io.issue_ns = issue[i];
+    io.queue_ns = queue[i];
+    io.complete_ns = complete[i];
+    io.offset = offset[i];
+    io.length = length[i];
+    io.device = device[i];
+    io.op = op[i];
+    io.flags = flags[i];
+    io.status = status[i];
+    io.pid = pid[i];
+    io.comm = cols.comm_name(comm[i]);
+    io.cgroup = cgroup[i];
+    io.cpu = cpu[i];
+    io.source_index = source[i];
+    require_same(io, ios[i].io);
+  }
+}
+
+TEST_CASE("check_chunk names the first IO with an operation, process or device out of range") {
+  const auto ios = random_ios(100, 23);
+  std::vector<Io> batch;
+  for (const auto& o : ios) batch.push_back(o.io);
+  v1::Chunk good;
+  encode_chunk(batch, 1000, &good);
+  std::string why;
+  REQUIRE(check_chunk(good, 3, &why));
+  // Device 2 of 2 is out of range.
+  REQUIRE_FALSE(check_chunk(good, 2, &why));
+  size_t first_dev2 = 0;
+  while (batch[first_dev2].device != 2) ++first_dev2;
+  CHECK(why == "IO " + std::to_string(1000 + first_dev2) + " names device 2 of 2");
+  // Values planted in the middle of a block of eight and in the tail of the column.
+  for (int at : {13, 98}) {
+    INFO("at IO " << at);
+    v1::Chunk c = good;
+    c.set_op(at + 1, 7);
+    c.set_op(at, kOpCount);
+    REQUIRE_FALSE(check_chunk(c, 3, &why));
+    CHECK(why == "IO " + std::to_string(1000 + at) + " has unknown operation 6");
+    c = good;
+    c.set_comm(at, static_cast<uint32_t>(c.comm_table_size()) + 1);
+    REQUIRE_FALSE(check_chunk(c, 3, &why));
+    CHECK(why == "IO " + std::to_string(1000 + at) + " names process " + std::to_string(c.comm_table_size() + 1) +
+                     " of " + std::to_string(c.comm_table_size()));
+  }
+  v1::Chunk c = good;
+  c.mutable_length()->RemoveLast();
+  REQUIRE_FALSE(check_chunk(c, 3, &why));
+  CHECK(why == "column length has 99 values for 100 IOs");
 }
 
 TEST_CASE("the reorder window sorts and counts what falls outside it") {
@@ -323,6 +426,48 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
   for (uint64_t k = 0; k <= frame::kTailSize; ++k) check_cut(data.size() - k);
   std::mt19937 rng(5);
   for (int i = 0; i < 300; ++i) check_cut(rng() % data.size());
+}
+
+TEST_CASE("next_chunk hands out the chunks next_batch decodes, with the same damage") {
+  TempDir dir;
+  const auto ios = random_ios(2000, 8);
+  WriterOptions opt;
+  opt.chunk_ios = 300;
+  write_trace(dir.file("full.iot"), ios, opt);
+  const std::string data = read_file(dir.file("full.iot"));
+  const auto frames = frame_offsets(data);
+  const uint64_t cut = frames[4] + 50;  // inside the fourth chunk
+  write_file(dir.file("cut.iot"), data.substr(0, cut));
+  TraceReader rows(dir.file("cut.iot"));
+  TraceReader whole(dir.file("cut.iot"));
+  std::vector<Io> decoded;
+  size_t n = 0;
+  for (ChunkView v = whole.next_chunk(); v.chunk; v = whole.next_chunk()) {
+    CHECK(v.first_row == 0);
+    auto batch = rows.next_batch();
+    decode_chunk(*v.chunk, &decoded);
+    REQUIRE(decoded.size() == batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) require_same(decoded[i], ios[n + i].io);
+    n += batch.size();
+  }
+  CHECK(rows.next_batch().empty());
+  CHECK(n == 900);
+  REQUIRE(whole.status().damaged);
+  CHECK(whole.status().message == rows.status().message);
+  CHECK(whole.status().file_offset == frames[4]);
+
+  // Rows that next() or seek_time() passed are skipped by first_row.
+  TraceReader r(dir.file("full.iot"));
+  Io io;
+  for (int k = 0; k < 5; ++k) REQUIRE(r.next(io));
+  ChunkView v = r.next_chunk();
+  REQUIRE(v.chunk);
+  CHECK(v.first_row == 5);
+  CHECK(r.next_chunk().chunk->first_index() == 300);
+  r.seek_time(ios[1234].io.issue_ns);
+  v = r.next_chunk();
+  REQUIRE(v.chunk);
+  CHECK(v.chunk->first_index() + v.first_row == 1234);
 }
 
 TEST_CASE("flipped bytes are detected, never decoded into garbage") {

@@ -155,6 +155,15 @@ class TraceReader::Impl {
     return read_chunk();
   }
 
+  ChunkView next_chunk() {
+    if (next_in_batch_ < current_.size()) {
+      const auto first = static_cast<uint32_t>(next_in_batch_);
+      next_in_batch_ = current_.size();
+      return {&chunk_, first};
+    }
+    return load_chunk() ? ChunkView{&chunk_, 0} : ChunkView{};
+  }
+
   bool next(Io& io) {
     while (next_in_batch_ >= current_.size()) {
       current_ = read_chunk();
@@ -200,9 +209,17 @@ class TraceReader::Impl {
  private:
   // Decodes the next chunk that holds IOs; empty at the end or at damage.
   std::span<const Io> read_chunk() {
+    if (!load_chunk()) return {};
+    decode_chunk(chunk_, &batch_);
+    return batch_;
+  }
+
+  // Reads and checks the next chunk that holds IOs into chunk_; false at the
+  // end or at damage.
+  bool load_chunk() {
     while (cur_ < files_.size()) {
       File& f = files_[cur_];
-      if (status_.damaged && !opt_.skip_damaged) return {};
+      if (status_.damaged && !opt_.skip_damaged) return false;
       if (f.done) {
         ++cur_;
         continue;
@@ -219,19 +236,19 @@ class TraceReader::Impl {
         continue;
       }
       if (fr && fr->h.kind != frame::Kind::kChunk) why = "unexpected frame kind in the chunk sequence";
-      if (fr && fr->h.kind == frame::Kind::kChunk && decode(*fr, &why)) {
+      if (fr && fr->h.kind == frame::Kind::kChunk && load(*fr, &why)) {
         f.pos = at + frame::kHeaderSize + fr->h.stored_len;
         if (at >= f.accounted) {
           dropped_ += chunk_.dropped_events();
           late_ += chunk_.late_ios();
           f.accounted = f.pos;
         }
-        if (batch_.empty()) continue;  // a chunk carrying only accounting
-        return batch_;
+        if (chunk_.count() == 0) continue;  // a chunk carrying only accounting
+        return true;
       }
       damage(f, at, why);
     }
-    return {};
+    return false;
   }
 
   void skip_before(int64_t t) {
@@ -256,30 +273,23 @@ class TraceReader::Impl {
     status_ = {};
   }
 
-  bool decode(const Frame& fr, std::string* why) {
+  bool load(const Frame& fr, std::string* why) {
     if (!chunk_.ParseFromString(fr.payload)) {
       *why = "chunk does not parse";
       return false;
     }
-    if (!decode_chunk(chunk_, &batch_, why)) return false;
-    // Devices first named in this chunk.
+    // Devices first named in this chunk, added once the chunk is known good.
+    const uint32_t known = static_cast<uint32_t>(header_.devices_size());
     const uint32_t base = chunk_.devices_added_base();
-    if (chunk_.devices_added_size() > 0) {
-      if (base > static_cast<uint32_t>(header_.devices_size())) {
-        *why = "chunk adds device " + std::to_string(base) + " but only " +
-               std::to_string(header_.devices_size()) + " are known";
-        return false;
-      }
-      for (int i = 0; i < chunk_.devices_added_size(); ++i)
-        if (base + i >= static_cast<uint32_t>(header_.devices_size()))
-          *header_.add_devices() = chunk_.devices_added(i);
+    const uint32_t added = static_cast<uint32_t>(chunk_.devices_added_size());
+    if (added > 0 && base > known) {
+      *why = "chunk adds device " + std::to_string(base) + " but only " + std::to_string(known) + " are known";
+      return false;
     }
-    const uint32_t ndev = static_cast<uint32_t>(header_.devices_size());
-    for (const Io& io : batch_)
-      if (io.device >= std::max(ndev, 1u)) {
-        *why = "IO names device " + std::to_string(io.device) + " of " + std::to_string(ndev);
-        return false;
-      }
+    const uint32_t devices = added > 0 ? std::max(known, base + added) : known;
+    if (!check_chunk(chunk_, devices, why)) return false;
+    for (uint32_t i = known - std::min(known, base); i < added; ++i)
+      *header_.add_devices() = chunk_.devices_added(static_cast<int>(i));
     return true;
   }
 
@@ -289,7 +299,6 @@ class TraceReader::Impl {
       status_.file_offset = at;
       status_.message = f.path + ": byte " + std::to_string(at) + ": " + why;
     }
-    batch_.clear();
     if (!opt_.skip_damaged) {
       f.done = true;
       return;
@@ -336,6 +345,7 @@ TraceReader::TraceReader(TraceReader&&) noexcept = default;
 const v1::TraceHeader& TraceReader::header() const { return impl_->header(); }
 std::span<const Io> TraceReader::next_batch() { return impl_->next_batch(); }
 bool TraceReader::next(Io& io) { return impl_->next(io); }
+ChunkView TraceReader::next_chunk() { return impl_->next_chunk(); }
 void TraceReader::seek_time(int64_t t) { impl_->seek_time(t); }
 const ReadStatus& TraceReader::status() const { return impl_->status(); }
 uint64_t TraceReader::dropped_events() const { return impl_->dropped(); }

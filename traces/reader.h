@@ -25,6 +25,12 @@ struct ReadStatus {
   uint64_t skipped_regions = 0;  // with skip_damaged: damaged regions passed over
 };
 
+// A chunk handed out whole (TraceReader::next_chunk).
+struct ChunkView {
+  const v1::Chunk* chunk = nullptr;  // null at the end of the trace, or at damage
+  uint32_t first_row = 0;            // rows before it were read already (next(), seek_time())
+};
+
 struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
@@ -46,6 +52,10 @@ class TraceReader {
   std::span<const Io> next_batch();
   // One IO at a time; false at the end. `io` is valid until the next call.
   bool next(Io& io);
+  // The next chunk, checked as next_batch checks it (the same damage rules)
+  // but not decoded: for readers that decode only the columns they need
+  // (ChunkColumns in traces/chunk_codec.h). Valid until the next call.
+  ChunkView next_chunk();
 
   // Positions the stream so the next IO is the first with issue_ns >= t (IOs
   // written late, out of order, may precede it). Uses the index when present

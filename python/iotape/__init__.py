@@ -119,6 +119,9 @@ def _columns(columns):
     unknown = [c for c in cols if c not in COLUMNS]
     if unknown:
         raise ValueError(f"unknown column(s) {', '.join(unknown)}; the columns are {', '.join(COLUMNS)}")
+    twice = sorted({c for c in cols if cols.count(c) > 1})
+    if twice:
+        raise ValueError(f"column(s) asked for twice: {', '.join(twice)}")
     return cols
 
 
