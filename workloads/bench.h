@@ -32,6 +32,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string workload = "storage-light";  // fresh-vs-used: a profile (synthesized to fit) or a trace
   uint64_t workload_ios = 100000;          // fresh-vs-used, when a profile
+  std::string label;                       // the drive's name in the result traces; empty = the target's
 };
 
 // SNIA PTS steady state over the last `kSteadyRounds` values: max - min <= 20%
