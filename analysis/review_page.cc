@@ -11,7 +11,7 @@
 namespace iotape::analysis {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // A figure as the page prints it in tables: IOPS whole, seconds to the
 // millisecond, everything else to one decimal.

@@ -17,9 +17,10 @@ namespace iotape::analysis {
 // Throws UsageError naming the first option in which the documents' suites
 // differ (--quick, --seed): their figures are not comparable. `origins`
 // names each document (its directory) in the message.
-void check_same_suite(const std::vector<nlohmann::json>& reviews, const std::vector<std::string>& origins);
+void check_same_suite(const std::vector<nlohmann::ordered_json>& reviews, const std::vector<std::string>& origins);
 
-// The page. REQUIRES: at least one document.
-std::string review_html(const std::vector<nlohmann::json>& reviews);
+// The page; tests appear in the order of the documents' "tests" objects
+// (the suite's). REQUIRES: at least one document.
+std::string review_html(const std::vector<nlohmann::ordered_json>& reviews);
 
 }  // namespace iotape::analysis

@@ -32,13 +32,13 @@ void write_file(const std::string& path, const std::string& content) {
 void run_review_compare(const CompareOptions& o) {
   if (o.html.empty() && !o.json) throw UsageError("nothing to write for review directories: give --html or --json");
   if (!o.svg_dir.empty()) throw UsageError("--svg-dir: review directories give one page; use --html");
-  std::vector<nlohmann::json> docs;
+  std::vector<nlohmann::ordered_json> docs;
   for (const auto& dir : o.results) {
     const std::string path = dir + "/review.json";
     std::ifstream f(path, std::ios::binary);
     if (!f) throw error_errno(path, "cannot open (not a review directory?)", errno);
     try {
-      docs.push_back(nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(f), {})));
+      docs.push_back(nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(f), {})));
     } catch (const nlohmann::json::exception& x) {
       throw InputError(path + ": not JSON: " + x.what());
     }
@@ -48,7 +48,7 @@ void run_review_compare(const CompareOptions& o) {
   for (size_t i = 0; i < o.labels.size(); ++i) docs[i]["drive"]["label"] = o.labels[i];
   analysis::check_same_suite(docs, o.results);
   if (!o.html.empty()) write_file(o.html, analysis::review_html(docs));
-  if (o.json) fmt::print("{}\n", nlohmann::json(docs).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (o.json) fmt::print("{}\n", nlohmann::ordered_json(docs).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void run_compare(const CompareOptions& o) {

@@ -39,19 +39,21 @@ using nlohmann::ordered_json;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr uint64_t kAlign = 1 << 20;  // the span every test uses: the target's size in whole MiB
 constexpr double kNominalBps = 500e6;  // estimates of size-bound parts
-constexpr double kReplaySecondsPerIo = 0.0004;  // estimates of the Storage Bench replays (idle gaps included)
+// Estimates of the Storage Bench replays per IO, idle gaps included (Light
+// idles more often and longer), measured on loop devices.
+constexpr double kHeavySecondsPerIo = 0.0006, kLightSecondsPerIo = 0.003;
 
 // The suite's lengths: the full suite follows the reviews' own (a minute per
 // seq-steps step, three minutes per AnandTech random test, 2000 s of
 // consistency); --quick keeps every test and every chart at a few seconds each.
 struct Scale {
   double seq_s, random_bs_s, response_s, database_s, server_s, anand_random_s, anand_seq_s, align_s;
-  int64_t consistency_s, trim_dirty_s;
+  int64_t consistency_s, consistency_window_s, trim_dirty_s;
   uint64_t heavy_ios, light_ios, fresh_ios;
 };
 Scale scale_of(bool quick) {
-  if (quick) return {0.3, 0.2, 1, 0.25, 0.5, 0.75, 0.75, 2, 8, 4, 4000, 3000, 2000};
-  return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 500000, 200000, 100000};
+  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000};
+  return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 600, 500000, 200000, 100000};
 }
 
 // One closed-loop phase of a sweep test.
@@ -612,6 +614,7 @@ class Review {
     b.seed = o_.seed;
     b.label = label();
     b.duration_ns = (name == "consistency" ? scale_.consistency_s : scale_.trim_dirty_s) * kSecond;
+    b.window_ns = scale_.consistency_window_s * kSecond;
     b.workload = "storage-light";
     b.workload_ios = scale_.fresh_ios;
     targets_.clear();
@@ -691,12 +694,12 @@ double estimate(const std::string& name, const Scale& s, uint64_t bytes, bool qu
   if (name == "database") return (quick ? 25 : 99) * s.database_s;
   if (name == "web-server" || name == "file-server") return 4 * s.server_s;
   if (name == "anandtech") return 6 * s.anand_random_s + 2 * s.anand_seq_s;
-  if (name == "storage-heavy") return s.heavy_ios * kReplaySecondsPerIo;
-  if (name == "storage-light") return s.light_ios * kReplaySecondsPerIo;
+  if (name == "storage-heavy") return s.heavy_ios * kHeavySecondsPerIo;
+  if (name == "storage-light") return s.light_ios * kLightSecondsPerIo;
   if (name == "alignment") return 2 * s.align_s;
   if (name == "consistency") return fill + s.consistency_s;
   if (name == "trim") return 3 * fill + s.trim_dirty_s + 2;
-  return fill + 2 * s.fresh_ios * kReplaySecondsPerIo;  // fresh-vs-used
+  return fill + 2 * s.fresh_ios * kLightSecondsPerIo;  // fresh-vs-used
 }
 
 std::string minutes(double s) {
@@ -781,7 +784,7 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
     doc["tests"] = tests;
     write_json(review_json, doc);
     std::ofstream page(o.out_dir + "/review.html", std::ios::binary | std::ios::trunc);
-    page << analysis::review_html({nlohmann::json(doc)});
+    page << analysis::review_html({doc});
     if (!page) throw error_errno(o.out_dir + "/review.html", "cannot write", errno);
   };
 
