@@ -337,6 +337,8 @@ std::string review_html(const std::vector<json>& reviews) {
 
   std::string h = html_page_head("iotape review");
   h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 24px 0; }\n"
+                               "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n"
+                               "#drives th:nth-child(2), #drives td:nth-child(2) { text-align: right; }\n"
                                "h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #cccccc; }\n"
                                "td.best { font-weight: bold; }\n");
   std::string names;
