@@ -68,8 +68,8 @@ class Bench {
     SteadyState steady;
     const int64_t begin = replay::monotonic_ns();
     auto writes = random_writes(span_, o_.seed);
-    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns) {
-      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace).iops());
+    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns && !(o_.stop && *o_.stop)) {
+      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace, {}, o_.stop).iops());
       if (rounds.size() >= kSteadyRounds)
         steady = steady_state(std::span<const double>(rounds).last(kSteadyRounds));
     }
@@ -88,7 +88,7 @@ class Bench {
     s["fill"] = fill();
     const uint64_t span = static_cast<uint64_t>(span_ * o_.span_pct / 100) / kRandomBlock * kRandomBlock;
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random", label("random"));
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace);
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
     trace.close();
     const auto& iops = r.ios_per_second;
     const int64_t window = o_.window_ns ? o_.window_ns : std::max<int64_t>(kSecond, o_.duration_ns / 5);
@@ -113,7 +113,7 @@ class Bench {
     discard_all();
     phases.push_back(sequential_phase("clean"));
     PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying", label("dirtying"));
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace);
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
     trace.close();
     s["dirtying"] = {{"trace", trace.path()}, {"duration_s", r.duration_ns / 1e9}, {"iops", r.iops()}};
     phases.push_back(sequential_phase("dirty"));
@@ -173,7 +173,7 @@ class Bench {
   ordered_json fill() {
     PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill", label("fill"));
     const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, o_.fill_passes),
-                                   INT64_MAX / 2, &trace);
+                                   INT64_MAX / 2, &trace, {}, o_.stop);
     trace.close();
     return {{"trace", trace.path()},     {"passes", o_.fill_passes}, {"bytes_written", r.bytes},
             {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
@@ -182,7 +182,7 @@ class Bench {
   ordered_json sequential_phase(const std::string& name) {
     PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name, label(name));
     const auto r =
-        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace);
+        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace, {}, o_.stop);
     trace.close();
     return {{"name", name}, {"trace", trace.path()}, {"bytes_written", r.bytes}, {"duration_s", r.duration_ns / 1e9},
             {"MBps", r.MBps()}};
@@ -226,8 +226,8 @@ class Bench {
     replay::Outcome outcome;
     {
       auto prepared = replay::prepare_replay(ro);
-      std::atomic<bool> stop{false};
-      outcome = replay::run_replay(prepared, stop);
+      const std::atomic<bool> never{false};
+      outcome = replay::run_replay(prepared, o_.stop ? *o_.stop : never);
     }
     open();
     TraceReader reader(ro.result);

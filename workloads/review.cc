@@ -617,9 +617,11 @@ class Review {
     b.window_ns = scale_.consistency_window_s * kSecond;
     b.workload = "storage-light";
     b.workload_ios = scale_.fresh_ios;
+    b.stop = &stop_;
     targets_.clear();
     ordered_json s = run_bench(name, b);
     open();
+    if (stop_) throw Interrupted{};
     // Paths inside DIR, so the directory can move.
     const std::function<void(ordered_json&)> relative = [&](ordered_json& j) {
       for (auto it = j.begin(); it != j.end(); ++it) {
