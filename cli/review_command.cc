@@ -3,9 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "cli/commands.h"
+#include "capture/recorder.h"
 #include "cli/stop_signals.h"
 #include "replay/target.h"
 #include "workloads/review.h"
@@ -18,7 +24,56 @@ std::string clock(double s) {
   return t >= 60 ? fmt::format("{}m{:02}s", t / 60, t % 60) : fmt::format("{}s", t);
 }
 
+// `iotape record` of one device on a thread of its own, from construction
+// (once the probes are attached) to destruction.
+class Recording : public workloads::Recording {
+ public:
+  Recording(const std::string& device, const std::string& trace) {
+    capture::RecordOptions ro;
+    ro.devices = {device};
+    ro.output.path = trace;
+    capture::RecordCallbacks cb;
+    cb.note = [this](const std::string& note) {
+      if (note.rfind("recording ", 0) != 0) return;
+      std::lock_guard lock(m_);
+      started_ = true;
+      cv_.notify_all();
+    };
+    thread_ = std::thread([this, ro, cb] {
+      try {
+        capture::record(ro, stop_, cb);
+      } catch (...) {
+        std::lock_guard lock(m_);
+        error_ = std::current_exception();
+        cv_.notify_all();
+      }
+    });
+    std::unique_lock lock(m_);
+    cv_.wait(lock, [&] { return started_ || error_; });
+    if (error_) {
+      lock.unlock();
+      thread_.join();
+      std::rethrow_exception(error_);
+    }
+  }
+  ~Recording() override {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
 void run(workloads::ReviewOptions& o, bool dry_run) {
+  o.record = [](const std::string& device, const std::string& trace) -> std::unique_ptr<workloads::Recording> {
+    return std::make_unique<Recording>(device, trace);
+  };
   if (dry_run) {
     const replay::Target t = replay::open_target(o.target, false, true);
     fmt::print("{}", workloads::describe_review_plan(workloads::review_plan(o, t.size), o));
@@ -66,6 +121,8 @@ void add_review_command(CLI::App& app) {
   sub->footer(
       "Tests, in order: " + names +
       ".\nsecure-state discards everything, then fills the target sequentially (the read tests read written blocks).\n"
+      "file-level repartitions the target (two ext4 partitions), mounts them under DIR and records each step's\n"
+      "block IO with the eBPF recorder into DIR/tests/file-level.\n"
       "Each finished test is kept in DIR/tests/NAME (result.json and its traces); a rerun with the same --target,\n"
       "--quick, --label and --seed skips it; other options are refused. DIR/review.html is one page with every\n"
       "chart; `iotape compare DIR1 DIR2 ...` puts several drives on one page.\n"

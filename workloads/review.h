@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/file_level.h"
+
 namespace iotape::workloads {
 
 struct ReviewOptions {
@@ -33,6 +35,9 @@ struct ReviewOptions {
   std::vector<std::string> tests;   // names to run, in suite order; empty = all
   std::string label;                // the drive's name on the page; empty = the device's name
   uint64_t seed = 1;
+  // Records each file-level step's block IO (`iotape record`); unset: the
+  // steps are measured without traces.
+  StartRecording record;
 };
 
 struct ReviewTest {
