@@ -304,17 +304,8 @@ std::vector<std::pair<std::string, std::string>> compare_svgs(const std::vector<
 }
 
 std::string compare_html(const std::vector<CompareEntry>& entries) {
-  std::string h =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>iotape compare</title>\n"
-      "<style>\n"
-      "body { font-family: \"DejaVu Sans\", Arial, Helvetica, sans-serif; margin: 24px; color: #111111; max-width: 980px; }\n"
-      "table { border-collapse: collapse; font-size: 13px; margin-bottom: 24px; }\n"
-      "th, td { border: 1px solid #cccccc; padding: 4px 8px; text-align: right; white-space: nowrap; }\n"
-      "th:nth-child(-n+2), td:nth-child(-n+2) { text-align: left; }\n"
-      "figure { margin: 0 0 24px 0; break-inside: avoid; page-break-inside: avoid; }\n"
-      "svg { max-width: 100%; height: auto; }\n"
-      "p.note { font-size: 12px; color: #444444; }\n"
-      "</style>\n</head>\n<body>\n<h1>iotape compare</h1>\n";
+  std::string h = html_page_head("iotape compare");
+  h += "<h1>iotape compare</h1>\n";
   const Layout layout(entries);
   const auto phases = phase_charts(entries, layout);
   if (!phases.empty())

@@ -72,6 +72,21 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
+std::string html_page_head(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(title) +
+         "</title>\n"
+         "<style>\n"
+         "body { font-family: \"DejaVu Sans\", Arial, Helvetica, sans-serif; margin: 24px; color: #111111; "
+         "max-width: 980px; }\n"
+         "table { border-collapse: collapse; font-size: 13px; margin-bottom: 24px; }\n"
+         "th, td { border: 1px solid #cccccc; padding: 4px 8px; text-align: right; white-space: nowrap; }\n"
+         "th:nth-child(-n+2), td:nth-child(-n+2) { text-align: left; }\n"
+         "figure { margin: 0 0 24px 0; break-inside: avoid; page-break-inside: avoid; }\n"
+         "svg { max-width: 100%; height: auto; }\n"
+         "p.note { font-size: 12px; color: #444444; }\n"
+         "</style>\n</head>\n<body>\n";
+}
+
 std::string short_number(double v) {
   const double a = std::fabs(v);
   if (a >= 100 || a == 0) return fmt::format("{:.0f}", v);

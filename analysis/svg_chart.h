@@ -14,6 +14,9 @@ namespace iotape::analysis {
 std::string series_colour(size_t i);
 // Text safe inside SVG/HTML element content and attribute values.
 std::string xml_escape(const std::string& text);
+// The start of an HTML page of charts, up to and including <body>: the look
+// every iotape page shares (compare, review). `title` is plain text.
+std::string html_page_head(const std::string& title);
 // A value with 3 significant digits at most ("1234", "12.3", "0.123").
 std::string short_number(double v);
 

@@ -21,5 +21,6 @@ void add_replay_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_cut_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_review_command(CLI::App& app);
 
 }  // namespace iotape::cli

@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "analysis/compare.h"
+#include "analysis/review_page.h"
 #include "cli/commands.h"
 #include "traces/error.h"
 
@@ -26,11 +28,38 @@ void write_file(const std::string& path, const std::string& content) {
   if (!f) throw error_errno(path, "cannot write", errno);
 }
 
+// Review directories (`iotape review -o DIR`): the multi-drive review page.
+void run_review_compare(const CompareOptions& o) {
+  if (o.html.empty() && !o.json) throw UsageError("nothing to write for review directories: give --html or --json");
+  if (!o.svg_dir.empty()) throw UsageError("--svg-dir: review directories give one page; use --html");
+  std::vector<nlohmann::ordered_json> docs;
+  for (const auto& dir : o.results) {
+    const std::string path = dir + "/review.json";
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw error_errno(path, "cannot open (not a review directory?)", errno);
+    try {
+      docs.push_back(nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(f), {})));
+    } catch (const nlohmann::json::exception& x) {
+      throw InputError(path + ": not JSON: " + x.what());
+    }
+    if (!docs.back().contains("options") || !docs.back().contains("drive"))
+      throw InputError(path + ": not a review.json (no \"options\" or \"drive\")");
+  }
+  for (size_t i = 0; i < o.labels.size(); ++i) docs[i]["drive"]["label"] = o.labels[i];
+  analysis::check_same_suite(docs, o.results);
+  if (!o.html.empty()) write_file(o.html, analysis::review_html(docs));
+  if (o.json) fmt::print("{}\n", nlohmann::ordered_json(docs).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 void run_compare(const CompareOptions& o) {
   if (o.html.empty() && o.svg_dir.empty() && !o.json) throw UsageError("nothing to write: give --html, --svg-dir or --json");
   if (!o.labels.empty() && o.labels.size() != o.results.size())
     throw UsageError(fmt::format("{} --label for {} results: give one per result, in order", o.labels.size(),
                                  o.results.size()));
+  size_t dirs = 0;
+  for (const auto& r : o.results) dirs += std::filesystem::is_directory(r);
+  if (dirs == o.results.size()) return run_review_compare(o);
+  if (dirs) throw UsageError("give either review directories or result files, not both");
   std::vector<analysis::CompareEntry> entries;
   for (size_t i = 0; i < o.results.size(); ++i)
     entries.push_back(analysis::load_entry(o.results[i], o.labels.empty() ? "" : o.labels[i]));
@@ -49,9 +78,10 @@ void run_compare(const CompareOptions& o) {
 void add_compare_command(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
   auto* sub = app.add_subcommand("compare", "Chart several results side by side (busy time, data rate, latency, IOPS)");
-  sub->add_option("RESULT", o->results, "Traces (replay results) or saved `iotape report --json` outputs")
+  sub->add_option("RESULT", o->results,
+                  "Traces (replay results) or saved `iotape report --json` outputs; or `iotape review` directories")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   sub->add_option("--label", o->labels,
                   "Name of each result, in order: \"DRIVE\" or \"WORKLOAD/DRIVE\" (default: the trace metadata "
                   "keys \"target\" and \"workload\", else the file name)");
@@ -64,7 +94,10 @@ void add_compare_command(CLI::App& app) {
       "time per workload.\nResults with phases (iotape synth workloads and their replays) also get a chart per phase "
       "parameter:\nIOPS against queue depth (log2) and read share, MB/s against block size (log2), a line per "
       "drive,\none chart per combination of the other parameters, its values in a table below it on the page.\n"
-      "Bars are grouped by workload and sorted best first; the output is deterministic.");
+      "Bars are grouped by workload and sorted best first; the output is deterministic.\n"
+      "Review directories (iotape review -o DIR): --html writes the multi-drive review page (a summary table of\n"
+      "every test's headline figures, a column per drive, then every test's charts with all drives); runs of\n"
+      "different suites (--quick, --seed) are refused.");
   sub->callback([o] { run_compare(*o); });
 }
 

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   iotape::cli::add_synth_command(app);
   iotape::cli::add_cut_command(app);
   iotape::cli::add_bench_command(app);
+  iotape::cli::add_review_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "replay/batch_queue.h"
+#include "replay/cpu_load.h"
 #include "replay/dependency.h"
 #include "replay/device_times.h"
 #include "replay/engine.h"
@@ -243,26 +243,6 @@ Io result_io(const Slot& s, bool device_times) {
   return r;
 }
 
-int64_t cpu_ns(int who) {
-  rusage u{};
-  ::getrusage(who, &u);
-  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000'000LL +
-         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1'000LL;
-}
-
-// All CPUs' busy and total time so far, from /proc/stat's first line.
-std::pair<uint64_t, uint64_t> host_cpu_ticks() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  uint64_t v[8] = {};
-  in >> cpu;
-  for (auto& x : v) in >> x;
-  const uint64_t idle = v[3] + v[4];
-  uint64_t total = 0;
-  for (auto x : v) total += x;
-  return {total - idle, total};
-}
-
 // Sleeps in the replay loop end on time instead of up to the timer slack
 // (50 us by default) late; restored when the replay ends.
 class PreciseTimers {
@@ -412,8 +392,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   bool next_held = false;  // the queue-depth rule held `next` back
   int64_t last_ready = 0;  // when the queue-depth rule let the last submitted IO go
   PreciseTimers precise;
-  const int64_t cpu_start = cpu_ns(RUSAGE_SELF);
-  const auto host_start = host_cpu_ticks();
+  const CpuLoad cpu;
   // The schedule starts once everything is set up and the first IOs are decoded.
   start = monotonic_ns() + kStartLeadNs;
   int64_t last_reap = start;  // when completions last freed the queue
@@ -529,11 +508,8 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   // The replay lasted until its last completion; encoding what is left of the
   // result is not part of it.
   out.duration_ns = monotonic_ns() - start;
-  out.cpu_ns = cpu_ns(RUSAGE_SELF) - cpu_start;
-  const auto host_end = host_cpu_ticks();
-  if (host_end.second > host_start.second)
-    out.host_cpu_busy = static_cast<double>(host_end.first - host_start.first) /
-                        static_cast<double>(host_end.second - host_start.second);
+  out.cpu_ns = cpu.process_cpu_ns();
+  out.host_cpu_busy = cpu.host_busy();
   if (!finished.empty()) finished_q.push(finished);
   finished_q.close();
   writer_thread.join();

@@ -65,10 +65,10 @@ CommandResult run(const std::string& command) {
   return r;
 }
 
-LoopDevice::LoopDevice(uint64_t bytes, bool direct_io) {
-  char tmpl[] = "/dev/shm/iotape-loop-XXXXXX";
-  int fd = ::mkstemp(tmpl);
-  if (fd < 0) throw std::runtime_error("mkstemp in /dev/shm failed");
+LoopDevice::LoopDevice(uint64_t bytes, bool direct_io, const std::string& dir) {
+  std::string tmpl = dir + "/iotape-loop-XXXXXX";
+  int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw std::runtime_error("mkstemp in " + dir + " failed");
   file_ = tmpl;
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     ::close(fd);

@@ -37,11 +37,11 @@ class TempDir {
   std::string path_;
 };
 
-// A loop device over a sparse file of `bytes` in /dev/shm (tmpfs), detached
-// and deleted on destruction. Throws if losetup fails.
+// A loop device over a sparse file of `bytes` in `dir` (by default /dev/shm,
+// tmpfs), detached and deleted on destruction. Throws if losetup fails.
 class LoopDevice {
  public:
-  explicit LoopDevice(uint64_t bytes, bool direct_io = false);
+  explicit LoopDevice(uint64_t bytes, bool direct_io = false, const std::string& dir = "/dev/shm");
   ~LoopDevice();
   LoopDevice(const LoopDevice&) = delete;
   LoopDevice& operator=(const LoopDevice&) = delete;

@@ -12,13 +12,12 @@
 #include <optional>
 
 #include "analysis/report.h"
-#include "replay/closed_loop.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
 #include "traces/error.h"
-#include "traces/writer.h"
 #include "workloads/profile.h"
 #include "workloads/rng.h"
+#include "workloads/closed_loop_run.h"
 #include "workloads/synth.h"
 
 namespace iotape::workloads {
@@ -28,99 +27,6 @@ using nlohmann::ordered_json;
 constexpr uint64_t kFillBlock = 128 * 1024;
 constexpr uint64_t kRandomBlock = 4096;
 constexpr int64_t kSecond = 1'000'000'000;
-
-// The result trace of one measured phase: every IO, times from the phase start.
-class PhaseTrace {
- public:
-  PhaseTrace(const std::string& path, const replay::Target& t, const std::string& test, const std::string& phase)
-      : path_(path), writer_(path, header(t, test, phase), writer_options()), start_(replay::monotonic_ns()) {}
-  void add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t status) {
-    Io out;
-    out.issue_ns = issue - start_;
-    out.complete_ns = complete - start_;
-    out.offset = io.offset;
-    out.length = io.length;
-    out.op = io.op;
-    out.status = status;
-    out.source_index = static_cast<int64_t>(next_index_++);
-    writer_.append(out);
-  }
-  int64_t start() const { return start_; }
-  const std::string& path() const { return path_; }
-  void close() { writer_.close(); }
-
- private:
-  static WriterOptions writer_options() {
-    WriterOptions o;
-    o.reorder_window_ns = 10 * kSecond;  // IOs arrive in completion order
-    return o;
-  }
-  static v1::TraceHeader header(const replay::Target& t, const std::string& test, const std::string& phase) {
-    v1::TraceHeader h;
-    h.set_source(v1::SOURCE_REPLAY);
-    h.set_source_detail("bench:" + test + ":" + phase);
-    h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
-    *h.add_devices() = t.to_device();
-    auto& m = *h.mutable_metadata();
-    m["workload"] = test;
-    // The random-write phase is the test itself: its bars carry the drive's name only.
-    m["target"] = phase == "random" ? t.name : t.name + " " + phase;
-    m["bench.test"] = test;
-    m["bench.phase"] = phase;
-    return h;
-  }
-  std::string path_;
-  TraceWriter writer_;
-  int64_t start_;
-  uint64_t next_index_ = 0;
-};
-
-struct PhaseStats {
-  uint64_t ios = 0;
-  uint64_t bytes = 0;
-  int64_t duration_ns = 0;
-  std::vector<uint64_t> ios_per_second;  // completions in each full second of the phase
-  double MBps() const { return duration_ns ? bytes * 1e3 / duration_ns : 0; }
-  double iops() const { return duration_ns ? ios * 1e9 / duration_ns : 0; }
-};
-
-using NextIo = std::function<bool(replay::ReplayIo&)>;
-
-// Keeps `qd` IOs from `next` in flight until it has no more or `max_ns` passed.
-// Throws IoError when any IO failed: the replay engine's rule, so a short
-// transfer fails with EIO here as in a replay.
-PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
-                           const NextIo& next, int64_t max_ns, PhaseTrace* trace) {
-  PhaseStats s;
-  int64_t start = 0;
-  std::vector<uint64_t> per_second;
-  uint64_t failed = 0;
-  int32_t first_error = 0;
-  replay::ClosedLoop loop(targets, max_length, qd, replay::DataPattern{}, [&](const replay::Finished& f) {
-    const replay::Completion& c = f.completion;
-    if (c.status < 0 && failed++ == 0) first_error = c.status;
-    if (trace) trace->add(f.io, f.issue_ns, c.complete_ns, c.status);
-    ++s.ios;
-    s.bytes += f.io.length;
-    const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
-    if (per_second.size() <= second) per_second.resize(second + 1, 0);
-    ++per_second[second];
-  });
-  start = replay::monotonic_ns();
-  const int64_t deadline = start + max_ns;
-  replay::ReplayIo io;
-  while (replay::monotonic_ns() < deadline && next(io)) loop.issue(io);
-  loop.drain();
-  s.duration_ns = replay::monotonic_ns() - start;
-  if (failed)
-    throw error_errno(targets[0].path,
-                      fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first",
-                                  failed, s.ios),
-                      -first_error);
-  per_second.resize(std::min<size_t>(per_second.size(), static_cast<size_t>(s.duration_ns / kSecond)));
-  s.ios_per_second = std::move(per_second);
-  return s;
-}
 
 NextIo sequential_writes(uint64_t span, uint64_t block, uint32_t passes) {
   auto at = std::make_shared<uint64_t>(0);
@@ -157,13 +63,13 @@ class Bench {
   ordered_json precondition() {
     ordered_json s = start("precondition");
     s["fill"] = fill();
-    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random");
+    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random", label("random"));
     std::vector<double> rounds;
     SteadyState steady;
     const int64_t begin = replay::monotonic_ns();
     auto writes = random_writes(span_, o_.seed);
-    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns) {
-      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace).iops());
+    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns && !(o_.stop && *o_.stop)) {
+      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace, {}, o_.stop).iops());
       if (rounds.size() >= kSteadyRounds)
         steady = steady_state(std::span<const double>(rounds).last(kSteadyRounds));
     }
@@ -181,8 +87,8 @@ class Bench {
     ordered_json s = start("consistency");
     s["fill"] = fill();
     const uint64_t span = static_cast<uint64_t>(span_ * o_.span_pct / 100) / kRandomBlock * kRandomBlock;
-    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random");
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace);
+    PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random", label("random"));
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
     trace.close();
     const auto& iops = r.ios_per_second;
     const int64_t window = o_.window_ns ? o_.window_ns : std::max<int64_t>(kSecond, o_.duration_ns / 5);
@@ -206,8 +112,8 @@ class Bench {
     ordered_json phases = ordered_json::array();
     discard_all();
     phases.push_back(sequential_phase("clean"));
-    PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying");
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace);
+    PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying", label("dirtying"));
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
     trace.close();
     s["dirtying"] = {{"trace", trace.path()}, {"duration_s", r.duration_ns / 1e9}, {"iops", r.iops()}};
     phases.push_back(sequential_phase("dirty"));
@@ -257,20 +163,26 @@ class Bench {
     if (span_ == 0) throw UsageError(o_.target + ": smaller than one 128 KiB block");
   }
   const replay::Target& target() const { return targets_.at(0); }
+  // The "target" metadata of a phase's trace: the random-write phase is the
+  // test itself, so its bars carry the drive's name only.
+  std::string label(const std::string& phase) const {
+    const std::string drive = o_.label.empty() ? target().name : o_.label;
+    return phase == "random" ? drive : drive + " " + phase;
+  }
 
   ordered_json fill() {
-    PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill");
+    PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill", label("fill"));
     const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, o_.fill_passes),
-                                   INT64_MAX / 2, &trace);
+                                   INT64_MAX / 2, &trace, {}, o_.stop);
     trace.close();
     return {{"trace", trace.path()},     {"passes", o_.fill_passes}, {"bytes_written", r.bytes},
             {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
   }
 
   ordered_json sequential_phase(const std::string& name) {
-    PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name);
+    PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name, label(name));
     const auto r =
-        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace);
+        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace, {}, o_.stop);
     trace.close();
     return {{"name", name}, {"trace", trace.path()}, {"bytes_written", r.bytes}, {"duration_s", r.duration_ns / 1e9},
             {"MBps", r.MBps()}};
@@ -314,8 +226,8 @@ class Bench {
     replay::Outcome outcome;
     {
       auto prepared = replay::prepare_replay(ro);
-      std::atomic<bool> stop{false};
-      outcome = replay::run_replay(prepared, stop);
+      const std::atomic<bool> never{false};
+      outcome = replay::run_replay(prepared, o_.stop ? *o_.stop : never);
     }
     open();
     TraceReader reader(ro.result);

@@ -10,6 +10,7 @@
 // bytes than asked failed with EIO, as a replay counts it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -32,6 +33,10 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string workload = "storage-light";  // fresh-vs-used: a profile (synthesized to fit) or a trace
   uint64_t workload_ios = 100000;          // fresh-vs-used, when a profile
+  std::string label;                       // the drive's name in the result traces; empty = the target's
+  // When set, ends the test early after the IOs in flight (its figures are
+  // then partial). REQUIRES: outlives run_bench().
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // SNIA PTS steady state over the last `kSteadyRounds` values: max - min <= 20%

@@ -1,0 +1,482 @@
+#include "analysis/review_page.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+
+#include "analysis/svg_chart.h"
+#include "traces/error.h"
+
+namespace iotape::analysis {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// A figure as the page prints it in tables: IOPS whole, seconds to the
+// millisecond, everything else to one decimal.
+std::string value_text(double v, const std::string& unit) {
+  if (std::isnan(v)) return "n/a";
+  if (unit == "IOPS") return fmt::format("{:.0f}", v);
+  if (unit == "s") return fmt::format("{:.3f}", v);
+  return fmt::format("{:.1f}", v);
+}
+
+double num(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+struct Drive {
+  std::string label;
+  const json* doc;
+  size_t colour;
+  const json* test(const std::string& name) const {
+    const json& t = (*doc)["tests"];
+    return t.is_object() && t.contains(name) ? &t[name] : nullptr;
+  }
+};
+
+std::string escape(const std::string& s) { return xml_escape(s); }
+
+std::string figure(const std::string& id, const std::string& svg) {
+  return "<figure id=\"" + escape(id) + "\">\n" + svg + "</figure>\n";
+}
+
+// A line per drive through the phases `keep` selects: `y_key` against `x_key`.
+XyChart phase_chart(const std::vector<Drive>& drives, const std::string& test, std::string title, std::string x_label,
+                    const char* x_key, XyChart::XFormat format, bool log2, const char* y_key, std::string y_unit,
+                    const std::function<bool(const json&)>& keep) {
+  XyChart c;
+  c.title = std::move(title);
+  c.x_label = std::move(x_label);
+  c.y_unit = std::move(y_unit);
+  c.log2_x = log2;
+  c.x_format = format;
+  for (const auto& d : drives) {
+    const json* t = d.test(test);
+    if (!t) continue;
+    XyChart::Line line{d.label, {}, d.colour};
+    for (const auto& p : (*t)["phases"])
+      if (keep(p)) line.points.emplace_back(num(p, x_key), num(p, y_key));
+    std::sort(line.points.begin(), line.points.end());
+    if (!line.points.empty()) c.lines.push_back(std::move(line));
+  }
+  return c;
+}
+
+// Per phase, each drive's IOPS, MB/s and mean latency.
+std::string phase_table(const std::vector<Drive>& drives, const std::string& test) {
+  std::vector<std::string> names;
+  for (const auto& d : drives)
+    if (const json* t = d.test(test))
+      for (const auto& p : (*t)["phases"])
+        if (std::find(names.begin(), names.end(), p["name"].get<std::string>()) == names.end())
+          names.push_back(p["name"]);
+  std::string h = "<table class=\"values\">\n<tr><th>phase</th>";
+  for (const auto& d : drives)
+    h += fmt::format("<th>{0} IOPS</th><th>{0} MB/s</th><th>{0} mean \xc2\xb5s</th>", escape(d.label));
+  h += "</tr>\n";
+  for (const auto& n : names) {
+    h += "<tr><td>" + escape(n) + "</td>";
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      const json* p = nullptr;
+      if (t)
+        for (const auto& x : (*t)["phases"])
+          if (x["name"] == n) p = &x;
+      if (!p) {
+        h += "<td>-</td><td>-</td><td>-</td>";
+        continue;
+      }
+      h += fmt::format("<td>{}</td><td>{}</td><td>{}</td>", value_text(num(*p, "iops"), "IOPS"),
+                       value_text(num(*p, "MBps"), "MB/s"), value_text(num(*p, "mean_latency_us"), "\xc2\xb5s"));
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
+// Bars of the phases' `key`, grouped by phase, a bar per drive.
+BarChart phase_bars(const std::vector<Drive>& drives, const std::string& test, std::string title, const char* key,
+                    std::string unit, bool higher_is_better) {
+  BarChart c{std::move(title), std::move(unit), higher_is_better, {}};
+  for (const auto& d : drives) {
+    const json* t = d.test(test);
+    if (!t) continue;
+    for (const auto& p : (*t)["phases"]) {
+      const std::string name = p["name"];
+      auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
+      if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
+      g->bars.push_back({d.label, num(p, key), d.colour});
+    }
+  }
+  return c;
+}
+
+std::vector<double> set_of(const std::vector<Drive>& drives, const std::string& test, const char* key) {
+  std::vector<double> v;
+  for (const auto& d : drives)
+    if (const json* t = d.test(test))
+      for (const auto& p : (*t)["phases"])
+        if (std::find(v.begin(), v.end(), num(p, key)) == v.end()) v.push_back(num(p, key));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string sweep_section(const std::vector<Drive>& drives, const std::string& test) {
+  std::string h;
+  auto read_is = [](double pct) { return [pct](const json& p) { return num(p, "read_pct") == pct; }; };
+  auto qd_is = [](double qd) { return [qd](const json& p) { return num(p, "queue_depth") == qd; }; };
+  if (test == "seq-steps" || test == "random-bs") {
+    const char* kind = test == "seq-steps" ? "Sequential" : "Random";
+    for (const auto& [pct, dir] : {std::pair{100.0, "read"}, std::pair{0.0, "write"}})
+      h += figure(test + "-" + dir,
+                  xy_chart_svg(phase_chart(drives, test, fmt::format("{} {} vs block size, QD4", kind, dir),
+                                           "block size", "block_size", XyChart::XFormat::kSize, true, "MBps", "MB/s",
+                                           read_is(pct))));
+  } else if (test == "response-time") {
+    h += figure(test, bar_chart_svg(phase_bars(drives, test, "Response time, 512 B random at QD1 (mean)",
+                                               "mean_latency_us", "\xc2\xb5s", false)));
+  } else if (test == "database") {
+    const auto reads = set_of(drives, test, "read_pct");
+    const auto qds = set_of(drives, test, "queue_depth");
+    for (double pct : {0.0, 50.0, 100.0})
+      if (std::find(reads.begin(), reads.end(), pct) != reads.end())
+        h += figure(fmt::format("{}-qd-read{:g}", test, pct),
+                    xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs queue depth, {:g}% reads", pct),
+                                             "queue depth", "queue_depth", XyChart::XFormat::kNumber, true, "iops",
+                                             "IOPS", read_is(pct))));
+    for (double qd : {1.0, 16.0, 256.0})
+      if (std::find(qds.begin(), qds.end(), qd) != qds.end())
+        h += figure(fmt::format("{}-read-qd{:g}", test, qd),
+                    xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs read share, QD{:g}", qd),
+                                             "read share", "read_pct", XyChart::XFormat::kPercent, false, "iops",
+                                             "IOPS", qd_is(qd))));
+  } else if (test == "web-server" || test == "file-server") {
+    h += figure(test, xy_chart_svg(phase_chart(drives, test,
+                                               (test == "web-server" ? "Web-server" : std::string("File-server")) +
+                                                   " pattern: IOPS vs queue depth",
+                                               "queue depth", "queue_depth", XyChart::XFormat::kNumber, true, "iops",
+                                               "IOPS", [](const json&) { return true; })));
+  } else if (test == "anandtech") {
+    h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random and 128 KiB sequential", "MBps", "MB/s",
+                                               true)));
+  } else if (test == "alignment") {
+    h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random write at QD3 by offset alignment", "iops",
+                                               "IOPS", true)));
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      if (!t) continue;
+      if (t->contains("note")) {
+        h += "<p class=\"note\">" + escape(d.label) + ": " + escape((*t)["note"]) + "</p>\n";
+      } else if ((*t)["phases"].size() == 2) {
+        const double a = num((*t)["phases"][0], "iops"), b = num((*t)["phases"][1], "iops");
+        h += fmt::format("<p class=\"note\">{}: 512 B-aligned writes run at {:.1f}% of the 4K-aligned IOPS.</p>\n",
+                         escape(d.label), a > 0 ? 100 * b / a : 0.0);
+      }
+    }
+  }
+  return h + phase_table(drives, test);
+}
+
+std::string storage_section(const std::vector<Drive>& drives, const std::string& test) {
+  std::string h;
+  BarChart rate{"Average data rate", "MB/s", true, {}};
+  BarChart busy{"Disk busy time", "s", false, {{"", {}}}};
+  for (const char* kind : {"combined", "read", "write"}) {
+    BarChart::Group g{kind, {}};
+    for (const auto& d : drives)
+      if (const json* t = d.test(test)) g.bars.push_back({d.label, num((*t)["MBps"], kind), d.colour});
+    rate.groups.push_back(std::move(g));
+  }
+  for (const auto& d : drives)
+    if (const json* t = d.test(test)) busy.groups[0].bars.push_back({d.label, num(*t, "busy_s"), d.colour});
+  h += figure(test + "-rate", bar_chart_svg(rate));
+  h += figure(test + "-busy", bar_chart_svg(busy));
+  h += "<table class=\"values\">\n<tr><th>IO breakdown</th>";
+  for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
+  h += "</tr>\n";
+  auto row = [&](const std::string& name, const std::function<double(const json&)>& get, const char* unit) {
+    h += "<tr><td>" + escape(name) + "</td>";
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      h += "<td>" + (t ? value_text(get((*t)["breakdown"]), unit) : std::string("-")) + "</td>";
+    }
+    h += "</tr>\n";
+  };
+  row("reads (% of IOs)", [](const json& b) { return num(b, "reads_pct"); }, "%");
+  row("sequential (% of IOs)", [](const json& b) { return num(b, "sequential_pct"); }, "%");
+  row("mean queue depth", [](const json& b) { return num(b, "mean_queue_depth"); }, "");
+  if (const json* first = drives.front().test(test))
+    for (const auto& [bucket, v] : (*first)["breakdown"]["size_pct"].items())
+      row(bucket + " IOs (%)", [b = bucket](const json& x) { return num(x["size_pct"], b.c_str()); }, "%");
+  h += "</table>\n";
+  for (const auto& d : drives)
+    if (const json* t = d.test(test))
+      h += "<p class=\"note\">" + escape(d.label) + ": " + std::to_string((*t)["ios"].get<uint64_t>()) +
+           " IOs replayed, " +
+           ((*t)["times"] == "device" ? std::string("timed at the device (block layer: issue to completion)")
+                                      : "timed by the replayer (submission to reap): " +
+                                            escape((*t).value("times_reason", ""))) +
+           ".</p>\n";
+  return h;
+}
+
+std::string bench_section(const std::vector<Drive>& drives, const std::string& test) {
+  std::string h;
+  if (test == "consistency") {
+    LineChart all{"IOPS every second, 4 KiB random write QD32 (log scale)", "seconds", "IOPS", {}, true};
+    LineChart zoom{"Steady state (the last window, linear scale)", "seconds into the window", "IOPS", {}, false};
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      if (!t) continue;
+      std::vector<double> v = (*t)["random"]["iops_per_second"].get<std::vector<double>>();
+      all.lines.push_back({d.label, 1, v, d.colour});
+      const size_t n = std::min<size_t>(v.size(), (*t)["steady_window"]["seconds"].get<size_t>());
+      zoom.lines.push_back({d.label, 1, std::vector<double>(v.end() - static_cast<long>(n), v.end()), d.colour});
+    }
+    h += figure(test + "-log", line_chart_svg(all)) + figure(test + "-zoom", line_chart_svg(zoom));
+    h += "<table class=\"values\">\n<tr><th>drive</th><th>steady state IOPS (mean)</th><th>standard deviation</th>"
+         "<th>mean / deviation</th></tr>\n";
+    for (const auto& d : drives)
+      if (const json* t = d.test(test)) {
+        const json& w = (*t)["steady_window"];
+        h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
+                         value_text(num(w, "mean_iops"), "IOPS"), value_text(num(w, "stddev_iops"), "IOPS"),
+                         value_text(num(w, "mean_over_stddev"), ""));
+      }
+    h += "</table>\n";
+  } else if (test == "trim") {
+    BarChart c{"128 KiB sequential write: clean, dirty, after TRIM", "MB/s", true, {}};
+    h += "<table class=\"values\">\n<tr><th>drive</th><th>clean MB/s</th><th>dirty MB/s</th><th>after TRIM MB/s</th>"
+         "</tr>\n";
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      if (!t) continue;
+      h += "<tr><td>" + escape(d.label) + "</td>";
+      for (const auto& p : (*t)["phases"]) {
+        const std::string name = p["name"];
+        auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
+        if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
+        g->bars.push_back({d.label, num(p, "MBps"), d.colour});
+        h += "<td>" + value_text(num(p, "MBps"), "MB/s") + "</td>";
+      }
+      h += "</tr>\n";
+    }
+    h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
+  } else if (test == "fresh-vs-used") {
+    BarChart c{"Storage Bench Light data rate, fresh and used", "MB/s", true, {}};
+    h += "<table class=\"values\">\n<tr><th>drive</th><th>fresh MB/s</th><th>used MB/s</th><th>drop</th></tr>\n";
+    for (const auto& d : drives) {
+      const json* t = d.test(test);
+      if (!t) continue;
+      c.groups.push_back({d.label,
+                          {{d.label + " fresh", num((*t)["fresh"], "MBps"), d.colour},
+                           {d.label + " used", num((*t)["used"], "MBps"), d.colour}}});
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}%</td></tr>\n", escape(d.label),
+                       value_text(num((*t)["fresh"], "MBps"), "MB/s"), value_text(num((*t)["used"], "MBps"), "MB/s"),
+                       value_text(num(*t, "drop_pct"), "%"));
+    }
+    h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
+  } else if (test == "secure-state") {
+    h += "<table class=\"values\">\n<tr><th>drive</th><th>discard of everything (s)</th><th>sequential fill MB/s</th>"
+         "</tr>\n";
+    for (const auto& d : drives)
+      if (const json* t = d.test(test))
+        h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
+                         value_text(num((*t)["discard"], "duration_s"), "s"), value_text(num((*t)["fill"], "MBps"), "MB/s"));
+    h += "</table>\n";
+  }
+  return h;
+}
+
+// Each step's MB/s, a bar per drive, and the sets' sizes.
+std::string file_section(const std::vector<Drive>& drives, const std::string& test) {
+  BarChart c{"File-level tests: MB/s per step", "MB/s", true, {}};
+  std::string table = "<table class=\"values\">\n<tr><th>step</th>";
+  for (const auto& d : drives) table += "<th>" + escape(d.label) + " MB/s</th>";
+  table += "</tr>\n";
+  std::vector<std::string> steps;
+  for (const auto& d : drives) {
+    const json* t = d.test(test);
+    if (!t) continue;
+    for (const auto& s : (*t)["steps"]) {
+      const std::string name = s["name"];
+      if (std::find(steps.begin(), steps.end(), name) == steps.end()) steps.push_back(name);
+      auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
+      if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
+      g->bars.push_back({d.label, num(s, "MBps"), d.colour});
+    }
+  }
+  for (const auto& name : steps) {
+    table += "<tr><td>" + escape(name) + "</td>";
+    for (const auto& d : drives) {
+      double v = NAN;
+      if (const json* t = d.test(test))
+        for (const auto& s : (*t)["steps"])
+          if (s["name"] == name) v = num(s, "MBps");
+      table += "<td>" + value_text(v, "MB/s") + "</td>";
+    }
+    table += "</tr>\n";
+  }
+  std::string notes;
+  for (const auto& d : drives)
+    if (const json* t = d.test(test)) {
+      const json& sets = (*t)["sets"];
+      notes += fmt::format("<p class=\"note\">{}: two ext4 partitions; an image of {} MiB, {} MP3s of {} MiB, {} "
+                           "small files (0.5..32 KiB); the files a step reads dropped from the page cache before it; "
+                           "write times include fsync; {}.</p>\n",
+                           escape(d.label), sets.value("iso_bytes", 0ULL) >> 20, sets.value("mp3_files", 0),
+                           sets.value("mp3_bytes", 0ULL) >> 20, sets.value("program_files", 0),
+                           t->value("recorded", false) ? "each step's block IO recorded as a trace"
+                                                       : "not recorded");
+    }
+  return figure(test, bar_chart_svg(c)) + table + "</table>\n" + notes;
+}
+
+std::string cpu_table(const std::vector<Drive>& drives, const std::string& test) {
+  std::string h = "<table class=\"values cpu\">\n<tr><th>CPU load</th><th>test duration (s)</th><th>host CPU busy (%)</th>"
+                  "<th>iotape CPU per IO (\xc2\xb5s)</th></tr>\n";
+  for (const auto& d : drives)
+    if (const json* t = d.test(test))
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
+                       value_text(num(*t, "duration_s"), "s"), value_text(num((*t)["cpu"], "host_busy_pct"), "%"),
+                       value_text(num((*t)["cpu"], "iotape_cpu_us_per_io"), "\xc2\xb5s"));
+  return h + "</table>\n";
+}
+
+std::string suite_text(const json& options) {
+  return fmt::format("{} suite, seed {}", options.value("quick", false) ? "quick" : "full",
+                     options.value("seed", 0));
+}
+
+}  // namespace
+
+void check_same_suite(const std::vector<json>& reviews, const std::vector<std::string>& origins) {
+  for (size_t i = 1; i < reviews.size(); ++i)
+    for (const char* key : {"quick", "seed"}) {
+      const json a = reviews[0]["options"].value(key, json()), b = reviews[i]["options"].value(key, json());
+      if (a != b)
+        throw UsageError(fmt::format("{} and {} ran different suites ({}: {} and {}): their figures are not "
+                                     "comparable; review both drives with the same options",
+                                     origins[0], origins[i], key, a.dump(), b.dump()));
+    }
+}
+
+std::string review_html(const std::vector<json>& reviews) {
+  std::vector<Drive> drives;
+  for (size_t i = 0; i < reviews.size(); ++i) {
+    std::string label = reviews[i]["drive"].value("label", "drive");
+    for (const auto& d : drives)
+      if (d.label == label) label += fmt::format(" ({})", i + 1);
+    drives.push_back({label, &reviews[i], i});
+  }
+  // Tests in suite order (each document lists its tests in that order).
+  std::vector<std::pair<std::string, std::string>> tests;  // (name, title)
+  for (const auto& r : reviews)
+    if (r.contains("tests"))
+      for (const auto& [name, t] : r["tests"].items())
+        if (std::find_if(tests.begin(), tests.end(), [&](const auto& x) { return x.first == name; }) == tests.end())
+          tests.emplace_back(name, t.value("title", name));
+
+  std::string h = html_page_head("iotape review");
+  h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 24px 0; }\n"
+                               "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n"
+                               "#drives th:nth-child(2), #drives td:nth-child(2) { text-align: right; }\n"
+                               "h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #cccccc; }\n"
+                               "td.best { font-weight: bold; }\n");
+  std::string names;
+  for (const auto& d : drives) names += (names.empty() ? "" : ", ") + d.label;
+  h += "<h1>iotape review: " + escape(names) + "</h1>\n";
+  h += "<p class=\"note\">" + escape(suite_text(reviews[0]["options"])) + ". iotape " +
+       escape(reviews[0].value("iotape_version", "")) + ".</p>\n";
+
+  // Drives.
+  h += "<table id=\"drives\">\n<tr><th>drive</th>";
+  for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
+  h += "</tr>\n";
+  for (const char* key : {"path", "model", "vendor", "serial", "size_bytes", "logical_block_size",
+                          "physical_block_size", "rotational", "scheduler", "loop_backing_file", "loop_direct_io"}) {
+    h += std::string("<tr><td>") + key + "</td>";
+    for (const auto& d : drives) {
+      const json& v = (*d.doc)["drive"].value(key, json());
+      h += "<td>" + escape(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump()) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+
+  // Summary: each test's headline figures, a column per drive, the best in bold.
+  h += "<h2 id=\"summary\">Summary</h2>\n<table id=\"summary-table\">\n<tr><th>test</th><th>figure</th>";
+  for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
+  h += "</tr>\n";
+  for (const auto& [name, title] : tests) {
+    std::vector<std::pair<std::string, json>> figures;  // (figure, headline of the first drive with it)
+    for (const auto& d : drives)
+      if (const json* t = d.test(name))
+        for (const auto& f : (*t)["headline"])
+          if (std::find_if(figures.begin(), figures.end(), [&](const auto& x) { return x.first == f["figure"]; }) ==
+              figures.end())
+            figures.emplace_back(f["figure"], f);
+    for (const auto& [fig, head] : figures) {
+      const std::string unit = head["unit"];
+      const bool higher = head["higher_is_better"];
+      std::vector<double> values;
+      for (const auto& d : drives) {
+        double v = NAN;
+        if (const json* t = d.test(name))
+          for (const auto& f : (*t)["headline"])
+            if (f["figure"] == fig) v = num(f, "value");
+        values.push_back(v);
+      }
+      double best = NAN;
+      for (double v : values)
+        if (!std::isnan(v) && (std::isnan(best) || (higher ? v > best : v < best))) best = v;
+      h += "<tr><td><a href=\"#" + escape(name) + "\">" + escape(name) + "</a></td><td>" +
+           escape(fig + " (" + unit + ", " + (higher ? "higher" : "lower") + " is better)") + "</td>";
+      for (double v : values)
+        h += std::string(drives.size() > 1 && v == best ? "<td class=\"best\">" : "<td>") + value_text(v, unit) +
+             "</td>";
+      h += "</tr>\n";
+    }
+  }
+  h += "</table>\n";
+
+  for (const auto& [name, title] : tests) {
+    h += "<section id=\"" + escape(name) + "\">\n<h2>" + escape(title) + "</h2>\n";
+    if (name == "storage-heavy" || name == "storage-light") h += storage_section(drives, name);
+    else if (name == "file-level") h += file_section(drives, name);
+    else if (name == "consistency" || name == "trim" || name == "fresh-vs-used" || name == "secure-state")
+      h += bench_section(drives, name);
+    else h += sweep_section(drives, name);
+    h += cpu_table(drives, name);
+    h += "</section>\n";
+  }
+
+  h += "<section id=\"write-amplification\">\n<h2>Write amplification</h2>\n";
+  for (const auto& d : drives) {
+    const json& wa = (*d.doc)["write_amplification"];
+    if (!wa.value("available", false)) {
+      h += "<p>" + escape(d.label) + ": not available on this device: " + escape(wa.value("reason", "")) + ".</p>\n";
+      continue;
+    }
+    BarChart c{"Write amplification estimate (media / host bytes written), " + d.label, "x", false, {{"", {}}}};
+    for (const auto& [name, title] : tests)
+      if (const json* t = d.test(name); t && t->contains("write_amplification"))
+        c.groups[0].bars.push_back({name, num((*t)["write_amplification"], "estimate"), d.colour});
+    h += figure("wa-" + std::to_string(d.colour), bar_chart_svg(c));
+  }
+  h += "</section>\n";
+
+  // File-level tests not run on some drive: say so.
+  std::string missing;
+  for (const auto& d : drives)
+    if (!d.test("file-level"))
+      missing += "<p>" + escape(d.label) + ": file-level tests " + escape((*d.doc).value("file_level", "not run")) +
+                 ".</p>\n";
+  if (!missing.empty()) h += "<section id=\"file-level-not-run\">\n<h2>File-level tests</h2>\n" + missing + "</section>\n";
+  h += "</body>\n</html>\n";
+  return h;
+}
+
+}  // namespace iotape::analysis

@@ -1,0 +1,250 @@
+// iotape review: the quick suite on two real loop devices (tmpfs-backed and
+// file-backed on the virtio disk with direct IO), their compare page rendered
+// by chromium, resuming after SIGINT, and the plan of --dry-run.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <sys/stat.h>
+
+#include "tests/test_support.h"
+
+namespace iotape {
+namespace {
+
+constexpr uint64_t kGiB = 1ULL << 30;
+
+std::string iotape() { return test::iotape_binary(); }
+
+nlohmann::json review_json(const std::string& dir) { return nlohmann::json::parse(test::read_file(dir + "/review.json")); }
+
+// As the page prints figures: IOPS whole, seconds to the millisecond, else one decimal.
+std::string page_text(double v, const std::string& unit) {
+  if (unit == "IOPS") return fmt::format("{:.0f}", v);
+  if (unit == "s") return fmt::format("{:.3f}", v);
+  return fmt::format("{:.1f}", v);
+}
+
+std::string strip_tags(const std::string& s) { return std::regex_replace(s, std::regex("<[^>]*>"), ""); }
+
+// The rows of the table with this id in a DOM: cells as text.
+std::vector<std::vector<std::string>> table_rows(const std::string& dom, const std::string& id) {
+  const auto at = dom.find("<table id=\"" + id + "\"");
+  REQUIRE(at != std::string::npos);
+  const std::string table = dom.substr(at, dom.find("</table>", at) - at);
+  std::vector<std::vector<std::string>> rows;
+  const std::regex row("<tr>([\\s\\S]*?)</tr>"), cell("<t[dh][^>]*>([\\s\\S]*?)</t[dh]>");
+  for (auto r = std::sregex_iterator(table.begin(), table.end(), row); r != std::sregex_iterator(); ++r) {
+    const std::string text = (*r)[1];
+    std::vector<std::string> cells;
+    for (auto c = std::sregex_iterator(text.begin(), text.end(), cell); c != std::sregex_iterator(); ++c)
+      cells.push_back(strip_tags((*c)[1]));
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST_CASE("iotape review --dry-run prints each test's estimate and the total, full and quick") {
+  test::TempDir tmp;
+  const std::string target = tmp.file("target");
+  test::write_file(target, "");
+  REQUIRE(::truncate(target.c_str(), kGiB) == 0);
+  for (const bool quick : {false, true}) {
+    const auto r = test::run(iotape() + " review --dry-run --target " + target + " -o " + tmp.file("dir") +
+                             (quick ? " --quick" : ""));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(!std::filesystem::exists(tmp.file("dir")));  // a dry run touches nothing
+    // "  1. secure-state       3s  ...": every test, numbered, with its estimate; then the total.
+    const std::regex line(R"((\d+)\. (\S+)\s+(?:(\d+)m)?(\d+)s)");
+    double sum = 0;
+    size_t n = 0;
+    for (auto m = std::sregex_iterator(r.output.begin(), r.output.end(), line); m != std::sregex_iterator(); ++m) {
+      ++n;
+      sum += ((*m)[3].matched ? std::stod((*m)[3]) * 60 : 0) + std::stod((*m)[4]);
+    }
+    CHECK(n == 15);
+    std::smatch total;
+    REQUIRE(std::regex_search(r.output, total, std::regex(R"(total (?:(\d+)m)?(\d+)s)")));
+    const double total_s = (total[1].matched ? std::stod(total[1]) * 60 : 0) + std::stod(total[2]);
+    CHECK(std::abs(total_s - sum) <= n);  // each line rounds to the second
+    if (quick) CHECK(total_s <= 240);
+    else CHECK(total_s > 3600);
+  }
+  // An unknown test is named.
+  const auto bad = test::run(iotape() + " review --dry-run --target " + target + " -o " + tmp.file("d") +
+                             " --tests seq-steps,nosuch");
+  CHECK(bad.exit_code == 64);
+  CHECK(bad.output.find("nosuch") != std::string::npos);
+}
+
+TEST_CASE("iotape review resumes after SIGINT without rerunning finished tests, and refuses other options") {
+  if (!test::require_root("loop devices")) return;
+  test::LoopDevice loop(256ULL << 20);
+  test::TempDir tmp;
+  const std::string dir = tmp.file("review");
+  const std::string cmd = iotape() + " review --quick --allow-write --target " + loop.path() + " -o " + dir +
+                          " --tests secure-state,seq-steps,random-bs,database";
+  // Interrupted once seq-steps is done, while a later test runs.
+  const auto first = test::run("(" + cmd + " 2>&1 & pid=$!; while [ ! -f " + dir +
+                               "/tests/seq-steps/result.json ]; do sleep 0.1; done; kill -INT $pid; wait $pid; "
+                               "echo exit=$?)");
+  INFO(first.output);
+  REQUIRE(first.output.find("exit=130") != std::string::npos);
+  const auto json1 = review_json(dir);
+  REQUIRE(json1["tests"].contains("secure-state"));
+  REQUIRE(json1["tests"].contains("seq-steps"));
+  CHECK(!json1["tests"].contains("database"));
+  CHECK(!std::filesystem::exists(dir + "/tests/database/result.json"));
+  struct stat before {};
+  REQUIRE(::stat((dir + "/tests/seq-steps/result.json").c_str(), &before) == 0);
+
+  const auto other = test::run(cmd + " --seed 2");
+  CHECK(other.exit_code == 64);
+  CHECK(other.output.find("seed: 1 there, 2 here") != std::string::npos);
+
+  const auto second = test::run(cmd);
+  INFO(second.output);
+  REQUIRE(second.exit_code == 0);
+  CHECK(second.output.find("secure-state: done in an earlier run, kept") != std::string::npos);
+  CHECK(second.output.find("seq-steps: done in an earlier run, kept") != std::string::npos);
+  CHECK(second.output.find("database: done at") != std::string::npos);
+  struct stat after {};
+  REQUIRE(::stat((dir + "/tests/seq-steps/result.json").c_str(), &after) == 0);
+  CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec);
+  CHECK(after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+  const auto json2 = review_json(dir);
+  CHECK(json2["tests"]["seq-steps"] == json1["tests"]["seq-steps"]);
+  CHECK(json2["tests"].size() == 4);
+  // The page says what was left out.
+  CHECK(test::read_file(dir + "/review.html").find("file-level tests not run") != std::string::npos);
+}
+
+TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and their compare page") {
+  if (!test::require_root("loop devices")) return;
+  test::TempDir tmp;
+  test::LoopDevice fast(kGiB);
+  test::LoopDevice slow(kGiB, true, "/var/tmp");
+  const std::string a = tmp.file("tmpfs"), b = tmp.file("virtio");
+  for (const auto& [dev, dir, label] : {std::tuple{fast.path(), a, "tmpfs"}, std::tuple{slow.path(), b, "virtio"}}) {
+    const auto r = test::run("/usr/bin/time -f 'elapsed %e s' " + iotape() + " review --quick --allow-write --target " +
+                             dev + " -o " + dir + " --label " + label);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    WARN(label << " review --quick: " << r.output.substr(r.output.rfind("elapsed")));
+  }
+  const auto ja = review_json(a), jb = review_json(b);
+  CHECK(jb["drive"]["loop_direct_io"] == true);
+  CHECK(jb["drive"]["loop_backing_file"].get<std::string>().rfind("/var/tmp/", 0) == 0);
+  CHECK(ja["drive"]["loop_backing_file"].get<std::string>().rfind("/dev/shm/", 0) == 0);
+  CHECK(ja["write_amplification"]["available"] == false);
+  CHECK(ja["write_amplification"]["reason"].get<std::string>().find("loop device") != std::string::npos);
+  REQUIRE(ja["tests"].size() == 15);
+  REQUIRE(jb["tests"].size() == 15);
+  // File-level steps are traces of the drive's block IO: the read steps read
+  // the whole set from the drive (the page cache was dropped before them).
+  for (const auto& [j, dir] : {std::pair{&ja, a}, std::pair{&jb, b}}) {
+    const auto& steps = (*j)["tests"]["file-level"]["steps"];
+    REQUIRE(steps.size() == 12);
+    for (const auto& s : steps) {
+      if (s["name"].get<std::string>().find(" read") == std::string::npos) continue;
+      const auto info = test::run(iotape() + " info " + dir + "/tests/file-level/" + s["trace"].get<std::string>());
+      std::smatch m;
+      INFO(s["name"] << ": " << info.output);
+      REQUIRE(std::regex_search(info.output, m, std::regex(R"(bytes\s+read (\d+))")));
+      CHECK(std::stoull(m[1]) >= s["bytes"].get<uint64_t>());
+    }
+  }
+
+  // The faster drive wins IOPS against queue depth at every depth. The tmpfs
+  // drive's IOs are served by the guest's CPUs (the loop worker copies pages),
+  // the virtio disk's by the host: with the CPUs saturated by other jobs the
+  // tmpfs drive's QD1 latency grows to milliseconds. The host CPU load of the
+  // test is printed to tell that apart from a slow suite.
+  for (const char* test : {"database", "web-server", "file-server"}) {
+    const auto& pa = ja["tests"][test]["phases"];
+    const auto& pb = jb["tests"][test]["phases"];
+    REQUIRE(pa.size() == pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      INFO(test << " " << pa[i]["name"] << ": tmpfs " << pa[i]["iops"] << " IOPS, virtio " << pb[i]["iops"]
+                << "; host CPU busy during the test " << ja["tests"][test]["cpu"]["host_busy_pct"] << "% and "
+                << jb["tests"][test]["cpu"]["host_busy_pct"] << "%");
+      CHECK(pa[i]["iops"].get<double>() > pb[i]["iops"].get<double>());
+    }
+  }
+  // The alignment pair is measured on both, even where the two are equal.
+  for (const auto* j : {&ja, &jb}) {
+    const auto& p = (*j)["tests"]["alignment"]["phases"];
+    REQUIRE(p.size() == 2);
+    CHECK(p[1]["offset"] == 512);
+    CHECK(p[0]["iops"].get<double>() > 0);
+    CHECK(p[1]["iops"].get<double>() > 0);
+  }
+  // Storage Bench replays are timed at the device.
+  CHECK(ja["tests"]["storage-heavy"]["times"] == "device");
+  CHECK(jb["tests"]["storage-light"]["times"] == "device");
+
+  const std::string html = tmp.file("compare.html");
+  const auto c = test::run(iotape() + " compare " + a + " " + b + " --html " + html);
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the review page")) return;
+  const auto dom = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom file://" + html +
+                             " 2>/dev/null");
+  REQUIRE(dom.exit_code == 0);
+  const std::string& page = dom.output;
+  // Every test has its section; every chart in it has both drives.
+  for (const auto& [name, t] : ja["tests"].items()) {
+    INFO(name);
+    const auto at = page.find("<section id=\"" + name + "\">");
+    REQUIRE(at != std::string::npos);
+    const std::string section = page.substr(at, page.find("</section>", at) - at);
+    size_t figures = 0;
+    for (size_t f = section.find("<figure"); f != std::string::npos; f = section.find("<figure", f + 1)) {
+      const std::string fig = section.substr(f, section.find("</figure>", f) - f);
+      CHECK(fig.find(">tmpfs") != std::string::npos);
+      CHECK(fig.find(">virtio") != std::string::npos);
+      ++figures;
+    }
+    if (name != "secure-state") CHECK(figures > 0);
+    CHECK(section.find("CPU load") != std::string::npos);
+  }
+  CHECK(page.find("not available on this device: a loop device") != std::string::npos);
+  CHECK(page.find("<section id=\"file-level-not-run\">") == std::string::npos);
+  // The summary table: a row per headline figure, the numbers of review.json.
+  const auto rows = table_rows(page, "summary-table");
+  REQUIRE(rows.size() > 1);
+  CHECK(rows[0] == std::vector<std::string>{"test", "figure", "tmpfs", "virtio"});
+  size_t checked = 0;
+  for (const auto& [name, t] : ja["tests"].items())
+    for (size_t i = 0; i < t["headline"].size(); ++i) {
+      const auto& ha = t["headline"][i];
+      const auto& hb = jb["tests"][name]["headline"][i];
+      const std::string unit = ha["unit"];
+      const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
+        return r.size() == 4 && r[0] == name && r[1].rfind(ha["figure"].get<std::string>() + " (", 0) == 0;
+      });
+      INFO(name << " " << ha["figure"]);
+      REQUIRE(row != rows.end());
+      CHECK((*row)[2] == page_text(ha["value"], unit));
+      CHECK((*row)[3] == page_text(hb["value"], unit));
+      ++checked;
+    }
+  CHECK(checked >= 20);
+
+  // Runs of different suites are refused, naming the difference.
+  test::LoopDevice third(256ULL << 20);
+  const std::string d = tmp.file("seed2");
+  REQUIRE(test::run(iotape() + " review --quick --allow-write --target " + third.path() + " -o " + d +
+                    " --tests response-time --seed 2").exit_code == 0);
+  const auto refused = test::run(iotape() + " compare " + a + " " + d + " --html " + tmp.file("x.html"));
+  CHECK(refused.exit_code == 64);
+  CHECK(refused.output.find("seed: 1 and 2") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace iotape

@@ -1,0 +1,896 @@
+#include "workloads/review.h"
+
+#include <fcntl.h>
+#include <linux/nvme_ioctl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
+#include "analysis/report.h"
+#include "analysis/review_page.h"
+#include "replay/cpu_load.h"
+#include "replay/replayer.h"
+#include "replay/target.h"
+#include "traces/block_device.h"
+#include "traces/error.h"
+#include "traces/reader.h"
+#include "traces/version.h"
+#include "units/units.h"
+#include "workloads/bench.h"
+#include "workloads/closed_loop_run.h"
+#include "workloads/file_level.h"
+#include "workloads/profile.h"
+#include "workloads/rng.h"
+#include "workloads/synth.h"
+
+namespace iotape::workloads {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr uint64_t kAlign = 1 << 20;  // the span every test uses: the target's size in whole MiB
+constexpr double kNominalBps = 500e6;  // estimates of size-bound parts
+// Estimates of the Storage Bench replays per IO, idle gaps included (Light
+// idles more often and longer), measured on loop devices.
+constexpr double kHeavySecondsPerIo = 0.0006, kLightSecondsPerIo = 0.003;
+
+// The suite's lengths: the full suite follows the reviews' own (a minute per
+// seq-steps step, three minutes per AnandTech random test, 2000 s of
+// consistency); --quick keeps every test and every chart at a few seconds each.
+struct Scale {
+  double seq_s, random_bs_s, response_s, database_s, server_s, anand_random_s, anand_seq_s, align_s;
+  int64_t consistency_s, consistency_window_s, trim_dirty_s;
+  uint64_t heavy_ios, light_ios, fresh_ios;
+};
+Scale scale_of(bool quick) {
+  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000};
+  return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 600, 500000, 200000, 100000};
+}
+
+// One closed-loop phase of a sweep test.
+struct Spec {
+  std::string name;
+  double read_share = 0;
+  std::vector<Share> sizes;
+  double sequential = 0;
+  uint32_t qd = 1;
+  uint64_t alignment = 4096;  // random offsets are multiples of it ...
+  uint64_t misalign = 0;      // ... plus this
+  replay::DataPattern data;
+  double seconds = 1;
+};
+
+uint64_t max_size(const Spec& s) {
+  uint64_t m = 0;
+  for (const auto& x : s.sizes) m = std::max(m, x.high);
+  return m;
+}
+
+// The one block size of a phase, 0 for a mix.
+uint64_t block_size(const Spec& s) {
+  return s.sizes.size() == 1 && s.sizes[0].low == s.sizes[0].high ? s.sizes[0].low : 0;
+}
+
+Spec from_profile(const Phase& p, double seconds) {
+  Spec s;
+  s.name = p.name;
+  s.read_share = p.read_share;
+  s.sizes = p.sizes;
+  s.sequential = p.sequential;
+  s.qd = static_cast<uint32_t>(p.qd.empty() ? 1 : p.qd.front().low);
+  bool whole_pages = true;
+  for (const auto& x : p.sizes) whole_pages &= x.low % 4096 == 0 && x.high % 4096 == 0;
+  s.alignment = whole_pages ? 4096 : 512;
+  s.seconds = seconds;
+  return s;
+}
+
+Spec fixed(std::string name, double read_share, uint64_t size, uint32_t qd, double seconds, double sequential = 0) {
+  Spec s;
+  s.name = std::move(name);
+  s.read_share = read_share;
+  s.sizes = {{size, size, 1}};
+  s.sequential = sequential;
+  s.qd = qd;
+  s.alignment = size % 4096 == 0 ? 4096 : 512;
+  s.seconds = seconds;
+  return s;
+}
+
+// The IOs of a phase: sizes drawn by weight (uniform in a range, in 512 B
+// steps), reads by the read share, a sequential IO continuing where the last
+// one of its direction ended, others at random aligned offsets.
+NextIo spec_ios(const Spec& s, uint64_t span, uint64_t seed) {
+  struct State {
+    Rng rng;
+    uint64_t next[2] = {0, 0};
+  };
+  auto st = std::make_shared<State>(State{Rng(seed)});
+  double total = 0;
+  for (const auto& x : s.sizes) total += x.weight;
+  return [=](replay::ReplayIo& io) {
+    double pick = st->rng.uniform() * total;
+    const Share* sh = &s.sizes.back();
+    for (const auto& x : s.sizes)
+      if ((pick -= x.weight) < 0) {
+        sh = &x;
+        break;
+      }
+    const uint64_t length = sh->low + st->rng.below((sh->high - sh->low) / 512 + 1) * 512;
+    const bool read = st->rng.chance(s.read_share);
+    io = {};
+    io.op = read ? Op::kRead : Op::kWrite;
+    io.length = length;
+    uint64_t& next = st->next[read ? 0 : 1];
+    if (st->rng.chance(s.sequential) && next + length <= span) {
+      io.offset = next;
+    } else if (s.sequential >= 1) {
+      io.offset = 0;  // a sequential phase starts over at the end of the span
+    } else {
+      const uint64_t slots = (span - length - s.misalign) / s.alignment + 1;
+      io.offset = st->rng.below(slots) * s.alignment + s.misalign;
+    }
+    next = io.offset + length;
+    return true;
+  };
+}
+
+// Thrown inside a test when the stop flag ended it early.
+struct Interrupted {};
+
+ordered_json headline(const std::string& figure, double value, const std::string& unit, bool higher_is_better) {
+  return {{"figure", figure}, {"value", value}, {"unit", unit}, {"higher_is_better", higher_is_better}};
+}
+
+const ordered_json* find_phase(const ordered_json& phases, const std::string& name) {
+  for (const auto& p : phases)
+    if (p["name"] == name) return &p;
+  return nullptr;
+}
+
+// Write amplification inputs: NVMe's SMART / health log (host data units
+// written) and the OCP SMART extended log (C0h: physical media units written).
+struct WaSource {
+  bool available = false;
+  std::string reason;  // why not
+  std::string path;
+};
+
+// A 512-byte log page, or nullopt when the drive does not give it.
+std::optional<std::array<uint8_t, 512>> nvme_log(const std::string& path, uint8_t log_id) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::array<uint8_t, 512> page{};
+  nvme_admin_cmd cmd{};
+  cmd.opcode = 0x02;  // Get Log Page
+  cmd.nsid = 0xffffffff;
+  cmd.addr = reinterpret_cast<uint64_t>(page.data());
+  cmd.data_len = page.size();
+  cmd.cdw10 = ((page.size() / 4 - 1) << 16) | log_id;
+  const int rc = ::ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cmd);
+  ::close(fd);
+  if (rc != 0) return std::nullopt;
+  return page;
+}
+
+// The low 64 bits of a 128-bit little-endian counter at `at`.
+uint64_t le64(const std::array<uint8_t, 512>& page, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | page[at + i];
+  return v;
+}
+
+WaSource wa_source(const replay::Target& t) {
+  WaSource w;
+  w.path = t.path;
+  if (!t.block) {
+    w.reason = "a regular file: there is no drive to ask";
+  } else if (t.name.rfind("loop", 0) == 0) {
+    w.reason = "a loop device: its blocks are a file's, it has no SMART log";
+  } else if (t.name.rfind("vd", 0) == 0) {
+    w.reason = "a virtio disk: virtio-blk passes no SMART log to the guest";
+  } else if (t.name.rfind("nvme", 0) != 0) {
+    w.reason = "not an NVMe drive: iotape reads write amplification from NVMe logs only";
+  } else if (!nvme_log(t.path, 0x02)) {
+    w.reason = "the drive did not return its SMART / health log";
+  } else if (!nvme_log(t.path, 0xc0)) {
+    w.reason = "the drive has no OCP SMART extended log (C0h), so no media writes to set against host writes";
+  } else {
+    w.available = true;
+  }
+  return w;
+}
+
+// Host and media bytes written so far (NVMe units of 512,000 bytes; the OCP
+// counter is in bytes).
+std::pair<double, double> written(const WaSource& w) {
+  const auto smart = nvme_log(w.path, 0x02);
+  const auto ocp = nvme_log(w.path, 0xc0);
+  if (!smart || !ocp) throw IoError(w.path + ": the NVMe logs read before the test are gone", EIO);
+  return {static_cast<double>(le64(*smart, 48)) * 512000.0, static_cast<double>(le64(*ocp, 0))};
+}
+
+// Completed IOs of the block device per /sys/block/X/stat (reads, writes,
+// discards, flushes); nullopt for a regular file.
+std::optional<uint64_t> device_ios(const replay::Target& t) {
+  if (!t.block) return std::nullopt;
+  std::ifstream in(block_device_dir(t.dev_major, t.dev_minor) / "stat");
+  std::vector<uint64_t> v{std::istream_iterator<uint64_t>(in), {}};
+  if (v.size() < 11) return std::nullopt;
+  uint64_t n = v[0] + v[4];
+  if (v.size() >= 15) n += v[11];
+  if (v.size() >= 17) n += v[15];
+  return n;
+}
+
+void write_json(const std::string& path, const ordered_json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (!f) throw error_errno(tmp, "cannot write", errno);
+  }
+  fs::rename(tmp, path);
+}
+
+ordered_json read_json(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw error_errno(path, "cannot open", errno);
+  try {
+    return ordered_json::parse(std::string(std::istreambuf_iterator<char>(f), {}));
+  } catch (const nlohmann::json::exception& x) {
+    throw InputError(path + ": not JSON: " + x.what());
+  }
+}
+
+std::string sysfs(const fs::path& p) { return read_sysfs_attribute(p); }
+
+// The drive as sysfs describes it.
+ordered_json drive_identity(const replay::Target& t, const std::string& label) {
+  ordered_json d;
+  d["label"] = label.empty() ? t.name : label;
+  d["path"] = t.path;
+  d["name"] = t.name;
+  d["block_device"] = t.block;
+  d["size_bytes"] = t.size;
+  d["logical_block_size"] = t.logical_block;
+  d["physical_block_size"] = t.physical_block;
+  d["rotational"] = t.rotational;
+  if (!t.block) return d;
+  const fs::path dir = block_device_dir(t.dev_major, t.dev_minor);
+  const fs::path disk = whole_disk_dir(dir);
+  d["model"] = t.model;
+  d["vendor"] = sysfs(disk / "device/vendor");
+  d["serial"] = t.serial;
+  d["scheduler"] = sysfs(disk / "queue/scheduler");
+  if (fs::exists(disk / "loop")) {
+    d["loop_backing_file"] = sysfs(disk / "loop/backing_file");
+    d["loop_direct_io"] = sysfs(disk / "loop/dio") == "1";
+  }
+  return d;
+}
+
+class Review {
+ public:
+  Review(const ReviewOptions& o, const std::atomic<bool>& stop) : o_(o), stop_(stop), scale_(scale_of(o.quick)) {}
+
+  // Opens the target for writing under the safety rules; the span every test uses.
+  void open() {
+    targets_.clear();
+    targets_.push_back(replay::open_target(o_.target, true, o_.force));
+    const auto problems = replay::safety_problems(targets_[0]);
+    if (!problems.empty() && !o_.force)
+      throw DeviceRefused(o_.target + ": refusing to write: " + problems.front() + " (--force overrides)");
+    span_ = targets_[0].size / kAlign * kAlign;
+    if (span_ == 0) throw UsageError(o_.target + ": smaller than 1 MiB");
+  }
+  const replay::Target& target() const { return targets_.at(0); }
+  std::string label() const { return o_.label.empty() ? target().name : o_.label; }
+
+  ordered_json run(const std::string& name, const std::string& dir) {
+    dir_ = dir;
+    test_ = name;
+    if (name == "secure-state") return secure_state();
+    if (name == "seq-steps") return sweep(profile_specs("seq-steps", scale_.seq_s, {}));
+    if (name == "random-bs") return sweep(random_bs_specs());
+    if (name == "response-time")
+      return sweep({fixed("read 512 B QD1", 1, 512, 1, scale_.response_s),
+                    fixed("write 512 B QD1", 0, 512, 1, scale_.response_s)});
+    if (name == "database") return sweep(profile_specs("database", scale_.database_s, database_filter()));
+    if (name == "web-server") return sweep(profile_specs("web-server", scale_.server_s, {}));
+    if (name == "file-server") return sweep(profile_specs("file-server", scale_.server_s, {}));
+    if (name == "anandtech") return sweep(anandtech_specs());
+    if (name == "storage-heavy") return storage_bench("storage-heavy", scale_.heavy_ios);
+    if (name == "storage-light") return storage_bench("storage-light", scale_.light_ios);
+    if (name == "alignment") return alignment();
+    if (name == "file-level") return file_level();
+    return bench(name);
+  }
+
+ private:
+  using Filter = std::function<bool(const Phase&)>;
+
+  std::vector<Spec> profile_specs(const std::string& profile, double seconds, const Filter& keep) {
+    std::vector<Spec> out;
+    for (const auto& p : load_profile(profile).phases)
+      if (!keep || keep(p)) out.push_back(from_profile(p, seconds));
+    return out;
+  }
+
+  // --quick plays the read shares and depths its charts need: 0, 30, 50, 70
+  // and 100% reads at QD 1, 4, 16, 64 and 256.
+  Filter database_filter() const {
+    if (!o_.quick) return {};
+    return [](const Phase& p) {
+      const int read = static_cast<int>(std::lround(p.read_share * 100));
+      const uint64_t qd = p.qd.empty() ? 0 : p.qd.front().low;
+      return (read == 0 || read == 30 || read == 50 || read == 70 || read == 100) &&
+             (qd == 1 || qd == 4 || qd == 16 || qd == 64 || qd == 256);
+    };
+  }
+
+  std::vector<Spec> random_bs_specs() const {
+    std::vector<Spec> out;
+    for (const char* dir : {"read", "write"})
+      for (uint64_t bs = 512; bs <= (1 << 20); bs *= 2)
+        out.push_back(fixed(fmt::format("random {} {}", dir, units::format_size(bs)), dir[0] == 'r' ? 1 : 0, bs, 4,
+                            scale_.random_bs_s));
+    return out;
+  }
+
+  // AnandTech's set: 4 KiB random at QD3 and QD32 (writes with incompressible
+  // and with compressible data), then 128 KiB sequential at QD1.
+  std::vector<Spec> anandtech_specs() const {
+    std::vector<Spec> out;
+    for (const char* profile : {"rand-4k-qd3", "rand-4k-qd32"}) {
+      const Profile p = load_profile(profile);
+      const uint32_t qd = static_cast<uint32_t>(p.phases.front().qd.front().low);
+      out.push_back(fixed(fmt::format("4K random read QD{}", qd), 1, 4096, qd, scale_.anand_random_s));
+      out.push_back(fixed(fmt::format("4K random write QD{}", qd), 0, 4096, qd, scale_.anand_random_s));
+      Spec c = fixed(fmt::format("4K random write QD{} compressible", qd), 0, 4096, qd, scale_.anand_random_s);
+      c.data = replay::parse_data("compress:50");
+      out.push_back(c);
+    }
+    out.push_back(fixed("128K sequential read QD1", 1, 128 << 10, 1, scale_.anand_seq_s, 1));
+    out.push_back(fixed("128K sequential write QD1", 0, 128 << 10, 1, scale_.anand_seq_s, 1));
+    return out;
+  }
+
+  // Runs the phases, each into a trace of its own, then joins them into the
+  // test's trace with the phases in its header (`iotape report --by phase`).
+  ordered_json sweep(const std::vector<Spec>& specs) {
+    ordered_json phases = ordered_json::array();
+    std::vector<std::string> parts;
+    std::vector<v1::Phase> records;
+    uint64_t first = 0;
+    int64_t at = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Spec& s = specs[i];
+      parts.push_back(fmt::format("{}/phase{}.iot", dir_, i));
+      PhaseTrace trace(parts.back(), target(), test_, s.name, label());
+      const PhaseStats r = run_closed_loop(targets_, s.qd, max_size(s), spec_ios(s, span_, o_.seed + i),
+                                           static_cast<int64_t>(s.seconds * kSecond), &trace, s.data, &stop_);
+      trace.close();
+      if (stop_) throw Interrupted{};
+      v1::Phase rec;
+      rec.set_name(s.name);
+      rec.set_pattern(test_);
+      rec.set_first_index(first);
+      rec.set_ios(r.ios);
+      rec.set_start_ns(at);
+      rec.set_end_ns(at + r.duration_ns);
+      rec.set_block_size(block_size(s));
+      rec.set_queue_depth(s.qd);
+      rec.set_read_share(s.read_share);
+      rec.set_alignment(static_cast<uint32_t>(s.misalign ? s.misalign : s.alignment));
+      rec.set_data(replay::describe_data(s.data));
+      rec.set_sequential(s.sequential);
+      rec.set_threads(1);
+      records.push_back(rec);
+      first += r.ios;
+      at += r.duration_ns + kSecond;  // a second between phases keeps them apart in time
+      phases.push_back({{"name", s.name},
+                        {"read_pct", s.read_share * 100},
+                        {"block_size", block_size(s)},
+                        {"queue_depth", s.qd},
+                        {"sequential_pct", s.sequential * 100},
+                        {"alignment", s.alignment},
+                        {"offset", s.misalign},
+                        {"data", replay::describe_data(s.data)},
+                        {"duration_s", r.duration_ns / 1e9},
+                        {"ios", r.ios},
+                        {"bytes", r.bytes},
+                        {"iops", r.iops()},
+                        {"MBps", r.MBps()},
+                        {"mean_latency_us", r.latency.mean() / 1e3},
+                        {"p99_latency_us", r.latency.percentile(99) / 1e3}});
+    }
+    const std::string trace = join(parts, records);
+    ordered_json out;
+    out["trace"] = fs::path(trace).filename().string();
+    out["phases"] = phases;
+    out["headline"] = sweep_headline(phases);
+    return out;
+  }
+
+  std::string join(const std::vector<std::string>& parts, const std::vector<v1::Phase>& records) {
+    const std::string path = dir_ + "/" + test_ + ".iot";
+    v1::TraceHeader h;
+    {
+      TraceReader first(parts.front());
+      h = first.header();
+    }
+    h.set_source_detail("review:" + test_);
+    (*h.mutable_metadata())["bench.phase"] = "all";
+    for (const auto& r : records) *h.add_phases() = r;
+    TraceWriter out(path, h);
+    uint64_t index = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      TraceReader in(parts[i]);
+      Io io;
+      while (in.next(io)) {
+        io.issue_ns += records[i].start_ns();
+        if (io.complete_ns != kNoTime) io.complete_ns += records[i].start_ns();
+        io.source_index = static_cast<int64_t>(index++);
+        out.append(io);
+      }
+    }
+    out.close();
+    for (const auto& p : parts) fs::remove(p);
+    return path;
+  }
+
+  ordered_json sweep_headline(const ordered_json& phases) const {
+    ordered_json h = ordered_json::array();
+    auto value = [&](const std::string& phase, const char* key) {
+      const auto* p = find_phase(phases, phase);
+      return p ? (*p)[key].get<double>() : NAN;
+    };
+    auto best = [&](double read_pct, const char* key) {
+      double m = 0;
+      for (const auto& p : phases)
+        if (p["read_pct"].get<double>() == read_pct) m = std::max(m, p[key].get<double>());
+      return m;
+    };
+    auto at_top_qd = [&](double read_pct) {
+      const ordered_json* top = nullptr;
+      for (const auto& p : phases)
+        if (p["read_pct"].get<double>() == read_pct && (!top || p["queue_depth"] > (*top)["queue_depth"])) top = &p;
+      return top;
+    };
+    if (test_ == "seq-steps") {
+      h.push_back(headline("sequential read, best block size", best(100, "MBps"), "MB/s", true));
+      h.push_back(headline("sequential write, best block size", best(0, "MBps"), "MB/s", true));
+    } else if (test_ == "random-bs") {
+      h.push_back(headline("random read 4K QD4", value("random read 4K", "MBps"), "MB/s", true));
+      h.push_back(headline("random write 4K QD4", value("random write 4K", "MBps"), "MB/s", true));
+    } else if (test_ == "response-time") {
+      h.push_back(headline("512 B read at QD1, mean", value("read 512 B QD1", "mean_latency_us"), "\xc2\xb5s", false));
+      h.push_back(headline("512 B write at QD1, mean", value("write 512 B QD1", "mean_latency_us"), "\xc2\xb5s", false));
+    } else if (test_ == "database" || test_ == "web-server" || test_ == "file-server") {
+      const double read = test_ == "database" ? 50 : phases.front()["read_pct"].get<double>();
+      if (const auto* top = at_top_qd(read))
+        h.push_back(headline(fmt::format("IOPS at QD{}, {:g}% reads", (*top)["queue_depth"].get<int>(), read),
+                             (*top)["iops"].get<double>(), "IOPS", true));
+    } else if (test_ == "anandtech") {
+      for (const auto& p : phases) h.push_back(headline(p["name"], p["MBps"], "MB/s", true));
+    } else if (test_ == "alignment") {
+      for (const auto& p : phases) h.push_back(headline(p["name"], p["iops"], "IOPS", true));
+    }
+    return h;
+  }
+
+  // The alignment pair: 4 KiB random writes at 4 KiB-aligned offsets and at
+  // offsets 512 B past them. A device whose logical block is larger than
+  // 512 B cannot take the second; that is recorded, not faked.
+  ordered_json alignment() {
+    Spec aligned = fixed("4K random write, 4K-aligned", 0, 4096, 3, scale_.align_s);
+    Spec off = aligned;
+    off.name = "4K random write, 512 B-aligned";
+    off.misalign = 512;
+    if (target().logical_block > 512) {
+      ordered_json out = sweep({aligned});
+      out["note"] = fmt::format("512 B-aligned writes are impossible: the logical block size is {} bytes",
+                                target().logical_block);
+      return out;
+    }
+    return sweep({aligned, off});
+  }
+
+  // --quick: a 64 MiB image, 40 MP3s of 2 MiB, 1000 small files. Full: an
+  // image and an MP3 set of an eighth of a partition each (at most 4 GiB, 300
+  // files of 4 MiB), 5000 small files.
+  ordered_json file_level() {
+    targets_.clear();  // the partitions are mounted: nothing may hold the disk exclusively
+    FileSets sets{64 * kAlign, 40, 2 * kAlign, 1000};
+    if (!o_.quick) {
+      const uint64_t eighth = span_ / 2 / 8 / kAlign * kAlign;
+      sets = {std::min<uint64_t>(eighth, 4ULL << 30), static_cast<uint32_t>(std::min<uint64_t>(300, eighth / (4 * kAlign))),
+              4 * kAlign, 5000};
+    }
+    ordered_json out;
+    {
+      const replay::Target t = replay::open_target(o_.target, false, o_.force);
+      out = run_file_level(t, sets, dir_, o_.record, stop_);
+    }
+    open();
+    if (stop_) throw Interrupted{};
+    out["sets"] = {{"iso_bytes", sets.iso_bytes}, {"mp3_files", sets.mp3_files}, {"mp3_bytes", sets.mp3_bytes},
+                   {"program_files", sets.program_files}};
+    out["recorded"] = static_cast<bool>(o_.record);
+    return out;
+  }
+
+  // Discards everything (the state a secure erase leaves), then fills the
+  // target sequentially so the read tests that follow read written blocks.
+  ordered_json secure_state() {
+    const int64_t t0 = replay::monotonic_ns();
+    bool issued = false;
+    run_closed_loop(targets_, 1, 0,
+                    [&](replay::ReplayIo& io) {
+                      if (issued) return false;
+                      io = {};
+                      io.op = Op::kDiscard;
+                      io.length = span_;
+                      return issued = true;
+                    },
+                    INT64_MAX / 2, nullptr);
+    const double discard_s = (replay::monotonic_ns() - t0) / 1e9;
+    Spec fill = fixed("sequential fill 128K QD32", 0, 128 << 10, 32, 1e9, 1);
+    uint64_t at = 0;
+    PhaseTrace trace(dir_ + "/fill.iot", target(), test_, "fill", label());
+    const PhaseStats r = run_closed_loop(
+        targets_, 32, 128 << 10,
+        [&](replay::ReplayIo& io) {
+          if (at >= span_) return false;
+          io = {};
+          io.op = Op::kWrite;
+          io.offset = at;
+          io.length = 128 << 10;
+          at += io.length;
+          return true;
+        },
+        INT64_MAX / 2, &trace, {}, &stop_);
+    trace.close();
+    if (stop_) throw Interrupted{};
+    ordered_json out;
+    out["discard"] = {{"bytes", span_}, {"duration_s", discard_s}};
+    out["fill"] = {{"trace", "fill.iot"}, {"bytes", r.bytes}, {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
+    out["headline"] = ordered_json::array({headline("discard of the whole drive", discard_s, "s", false),
+                                           headline("sequential fill 128K QD32", r.MBps(), "MB/s", true)});
+    return out;
+  }
+
+  // A Storage Bench replay: the profile synthesized over the target, played
+  // as fast as possible with its idle gaps capped at 25 ms, timed at the
+  // device where BPF allows.
+  ordered_json storage_bench(const std::string& profile, uint64_t ios) {
+    SynthOptions so;
+    so.seed = o_.seed;
+    so.span = span_;
+    so.ios = ios;
+    const std::string workload = dir_ + "/workload.iot";
+    synthesize(load_profile(profile), so, workload);
+    targets_.clear();  // the replay opens the target itself, exclusively
+    replay::ReplayOptions ro;
+    ro.traces = {workload};
+    ro.targets = {o_.target};
+    ro.result = dir_ + "/result.iot";
+    ro.timing = replay::Timing::kAfap;
+    ro.fit = replay::Fit::kWrap;
+    ro.allow_write = true;
+    ro.force = o_.force;
+    replay::Outcome outcome;
+    {
+      auto prepared = replay::prepare_replay(ro);
+      outcome = replay::run_replay(prepared, stop_);
+    }
+    open();
+    if (outcome.interrupted) throw Interrupted{};
+    TraceReader reader(ro.result);
+    const auto rep = analysis::analyse(reader);
+    const uint64_t rd = rep.op(Op::kRead).bytes, wr = rep.op(Op::kWrite).bytes;
+    ordered_json out;
+    out["workload"] = {{"profile", profile}, {"ios", ios}, {"trace", "workload.iot"}};
+    out["trace"] = "result.iot";
+    out["times"] = outcome.device_times ? "device" : "user";
+    if (!outcome.device_times) out["times_reason"] = outcome.user_times_reason;
+    out["ios"] = outcome.ios;
+    out["errors"] = outcome.errors;
+    out["busy_s"] = rep.busy_ns / 1e9;
+    out["MBps"] = {{"read", analysis::data_rate_MBps(rd, rep.read_busy_ns)},
+                   {"write", analysis::data_rate_MBps(wr, rep.write_busy_ns)},
+                   {"combined", analysis::data_rate_MBps(rd + wr, rep.busy_ns)}};
+    const auto lat = rep.data_latency();
+    out["mean_latency_us"] = lat.mean() / 1e3;
+    out["p99_latency_us"] = lat.percentile(99) / 1e3;
+    const uint64_t data_ios = rep.op(Op::kRead).ios + rep.op(Op::kWrite).ios;
+    ordered_json sizes = ordered_json::object();
+    for (size_t i = 0; i < analysis::SizeMix::kBucketNames.size(); ++i)
+      sizes[std::string(analysis::SizeMix::kBucketNames[i])] =
+          rep.sizes.ios() ? 100.0 * rep.sizes.buckets()[i] / rep.sizes.ios() : 0.0;
+    out["breakdown"] = {{"reads_pct", data_ios ? 100.0 * rep.op(Op::kRead).ios / data_ios : 0.0},
+                        {"sequential_pct", rep.sequential.ios() ? 100.0 * rep.sequential.sequential() /
+                                                                      rep.sequential.ios()
+                                                                : 0.0},
+                        {"mean_queue_depth", rep.queue_depth.mean()},
+                        {"size_pct", sizes}};
+    out["headline"] = ordered_json::array({headline("average data rate", out["MBps"]["combined"], "MB/s", true),
+                                           headline("disk busy time", out["busy_s"], "s", false)});
+    return out;
+  }
+
+  // consistency, trim, fresh-vs-used: `iotape bench` at the suite's lengths.
+  ordered_json bench(const std::string& name) {
+    BenchOptions b;
+    b.target = o_.target;
+    b.out_dir = dir_;
+    b.allow_write = true;
+    b.force = o_.force;
+    b.seed = o_.seed;
+    b.label = label();
+    b.duration_ns = (name == "consistency" ? scale_.consistency_s : scale_.trim_dirty_s) * kSecond;
+    b.window_ns = scale_.consistency_window_s * kSecond;
+    b.workload = "storage-light";
+    b.workload_ios = scale_.fresh_ios;
+    b.stop = &stop_;
+    targets_.clear();
+    ordered_json s = run_bench(name, b);
+    open();
+    if (stop_) throw Interrupted{};
+    // Paths inside DIR, so the directory can move.
+    const std::function<void(ordered_json&)> relative = [&](ordered_json& j) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() == "trace" && it->is_string()) *it = fs::path(it->get<std::string>()).filename().string();
+        else if (it->is_object()) relative(*it);
+        else if (it->is_array())
+          for (auto& e : *it)
+            if (e.is_object()) relative(e);
+      }
+    };
+    relative(s);
+    if (s.contains("workload") && s["workload"].is_string())
+      s["workload"] = fs::path(s["workload"].get<std::string>()).filename().string();
+    ordered_json h = ordered_json::array();
+    if (name == "consistency") {
+      h.push_back(headline("steady state, mean", s["steady_window"]["mean_iops"], "IOPS", true));
+    } else if (name == "trim") {
+      for (const auto& p : s["phases"]) h.push_back(headline("128K sequential write, " + p["name"].get<std::string>(),
+                                                             p["MBps"], "MB/s", true));
+    } else {
+      const double fresh = s["fresh"]["MBps"], used = s["used"]["MBps"];
+      s["drop_pct"] = fresh > 0 ? 100.0 * (fresh - used) / fresh : 0.0;
+      h.push_back(headline("storage-light fresh", fresh, "MB/s", true));
+      h.push_back(headline("storage-light used", used, "MB/s", true));
+    }
+    s["headline"] = h;
+    return s;
+  }
+
+  const ReviewOptions& o_;
+  const std::atomic<bool>& stop_;
+  Scale scale_;
+  std::vector<replay::Target> targets_;
+  uint64_t span_ = 0;
+  std::string dir_, test_;
+};
+
+struct TestInfo {
+  const char* name;
+  const char* title;
+  bool writes;  // write-heavy: write amplification is measured around it
+};
+const TestInfo kTests[] = {
+    {"secure-state", "Secure state: discard everything, then a sequential fill", true},
+    {"seq-steps", "Sequential read and write vs block size, QD4", true},
+    {"random-bs", "Random read and write vs block size, QD4", true},
+    {"response-time", "Response time: 512 B random at QD1", false},
+    {"database", "Database pattern: 8 KiB random, IOPS vs queue depth and read share", true},
+    {"web-server", "Web-server pattern: IOPS vs queue depth", false},
+    {"file-server", "File-server pattern: IOPS vs queue depth", true},
+    {"anandtech", "4 KiB random at QD3 and QD32, 128 KiB sequential at QD1", true},
+    {"storage-heavy", "Storage Bench Heavy replay", true},
+    {"storage-light", "Storage Bench Light replay", true},
+    {"alignment", "Alignment: 4 KiB random write, 4 KiB- vs 512 B-aligned", true},
+    {"consistency", "Performance consistency: 4 KiB random write QD32 after a fill", true},
+    {"trim", "TRIM: 128 KiB sequential write clean, dirty and after TRIM", true},
+    {"fresh-vs-used", "Fresh vs used: Storage Bench Light on a discarded and on a filled drive", true},
+    {"file-level", "File-level tests: an ISO image, MP3s and a program tree on ext4", true},
+};
+
+const TestInfo& info(const std::string& name) {
+  for (const auto& t : kTests)
+    if (name == t.name) return t;
+  throw UsageError("unknown review test '" + name + "' (iotape review --help lists them)");
+}
+
+double estimate(const std::string& name, const Scale& s, uint64_t bytes, bool quick) {
+  const double fill = static_cast<double>(bytes) / kNominalBps;
+  if (name == "secure-state") return 1 + fill;
+  if (name == "seq-steps") return 18 * s.seq_s;
+  if (name == "random-bs") return 24 * s.random_bs_s;
+  if (name == "response-time") return 2 * s.response_s;
+  if (name == "database") return (quick ? 25 : 99) * s.database_s;
+  if (name == "web-server" || name == "file-server") return 4 * s.server_s;
+  if (name == "anandtech") return 6 * s.anand_random_s + 2 * s.anand_seq_s;
+  if (name == "storage-heavy") return s.heavy_ios * kHeavySecondsPerIo;
+  if (name == "storage-light") return s.light_ios * kLightSecondsPerIo;
+  if (name == "alignment") return 2 * s.align_s;
+  if (name == "consistency") return fill + s.consistency_s;
+  if (name == "trim") return 3 * fill + s.trim_dirty_s + 2;
+  if (name == "fresh-vs-used") return fill + 2 * s.fresh_ios * kLightSecondsPerIo;
+  // file-level: mkfs, then each set written once and read or copied three times
+  return quick ? 25 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) + std::min(bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
+}
+
+std::string minutes(double s) {
+  return s >= 60 ? fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60)
+                 : fmt::format("{:.0f}s", s);
+}
+
+}  // namespace
+
+const std::vector<std::string>& review_test_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& t : kTests) v.push_back(t.name);
+    return v;
+  }();
+  return names;
+}
+
+std::vector<ReviewTest> review_plan(const ReviewOptions& o, uint64_t target_bytes) {
+  for (const auto& t : o.tests) info(t);
+  const Scale s = scale_of(o.quick);
+  const uint64_t bytes = target_bytes / kAlign * kAlign;
+  std::vector<ReviewTest> plan;
+  for (const auto& t : kTests)
+    if (o.tests.empty() || std::find(o.tests.begin(), o.tests.end(), t.name) != o.tests.end())
+      plan.push_back({t.name, t.title, estimate(t.name, s, bytes, o.quick)});
+  return plan;
+}
+
+std::string describe_review_plan(const std::vector<ReviewTest>& plan, const ReviewOptions& o) {
+  std::string out = fmt::format("{} suite on {}:\n", o.quick ? "quick" : "full", o.target);
+  double total = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    out += fmt::format("{:2}. {:<14} {:>8}  {}\n", i + 1, plan[i].name, minutes(plan[i].estimated_s), plan[i].title);
+    total += plan[i].estimated_s;
+  }
+  out += fmt::format("total {} (estimated; fills and replays at a nominal 500 MB/s)\n", minutes(total));
+  return out;
+}
+
+nlohmann::ordered_json review_options_json(const ReviewOptions& o) {
+  return {{"target", o.target}, {"quick", o.quick}, {"label", o.label}, {"seed", o.seed}};
+}
+
+ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
+                         const std::function<void(const ReviewProgress&)>& progress) {
+  if (!o.allow_write) throw UsageError(o.target + ": the review writes the whole target: give --allow-write");
+  const int64_t begin = replay::monotonic_ns();
+  const std::string review_json = o.out_dir + "/review.json";
+  const ordered_json options = review_options_json(o);
+  if (fs::exists(review_json)) {
+    const ordered_json before = read_json(review_json);
+    for (const auto& [key, value] : options.items())
+      if (!before.contains("options") || before["options"].value(key, ordered_json()) != value)
+        throw UsageError(fmt::format(
+            "{}: made with other options ({}: {} there, {} here): rerun with the same options to resume, or give "
+            "another directory",
+            o.out_dir, key, before.contains("options") ? before["options"].value(key, ordered_json()).dump() : "none",
+            value.dump()));
+  }
+  fs::create_directories(o.out_dir + "/tests");
+  Review review(o, stop);
+  review.open();
+  const auto plan = review_plan(o, review.target().size);
+  const WaSource wa = wa_source(review.target());
+  ordered_json doc;
+  doc["iotape_version"] = kVersion;
+  doc["options"] = options;
+  doc["drive"] = drive_identity(review.target(), o.label);
+  doc["write_amplification"] = wa.available ? ordered_json{{"available", true}}
+                                            : ordered_json{{"available", false}, {"reason", wa.reason}};
+
+  // review.json and the page from every finished test, in suite order.
+  auto publish = [&] {
+    ordered_json tests = ordered_json::object();
+    for (const auto& name : review_test_names()) {
+      const std::string result = o.out_dir + "/tests/" + name + "/result.json";
+      if (fs::exists(result)) tests[name] = read_json(result);
+    }
+    doc["tests"] = tests;
+    if (!tests.contains("file-level")) doc["file_level"] = "not run: not among the tests run so far (--tests)";
+    else doc.erase("file_level");
+    write_json(review_json, doc);
+    std::ofstream page(o.out_dir + "/review.html", std::ios::binary | std::ios::trunc);
+    page << analysis::review_html({doc});
+    if (!page) throw error_errno(o.out_dir + "/review.html", "cannot write", errno);
+  };
+
+  ReviewOutcome out;
+  double remaining = 0;
+  for (const auto& t : plan) remaining += t.estimated_s;
+  auto report = [&](size_t i, bool finished, bool skipped) {
+    if (!progress) return;
+    ReviewProgress p;
+    p.index = i;
+    p.count = plan.size();
+    p.test = plan[i].name;
+    p.finished = finished;
+    p.skipped = skipped;
+    p.elapsed_s = (replay::monotonic_ns() - begin) / 1e9;
+    p.remaining_s = remaining;
+    progress(p);
+  };
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const ReviewTest& t = plan[i];
+    const std::string dir = o.out_dir + "/tests/" + t.name;
+    if (fs::exists(dir + "/result.json")) {
+      remaining -= t.estimated_s;
+      ++out.skipped;
+      report(i, true, true);
+      continue;
+    }
+    if (stop) {
+      out.interrupted = true;
+      break;
+    }
+    report(i, false, false);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const bool measure_wa = wa.available && info(t.name).writes;
+    std::pair<double, double> wa_before;
+    if (measure_wa) wa_before = written(wa);
+    const auto ios_before = device_ios(review.target());
+    const replay::CpuLoad cpu;
+    const int64_t t0 = replay::monotonic_ns();
+    ordered_json result;
+    try {
+      result = review.run(t.name, dir);
+    } catch (const Interrupted&) {
+      fs::remove_all(dir);
+      out.interrupted = true;
+      break;
+    }
+    ordered_json head;
+    head["test"] = t.name;
+    head["title"] = t.title;
+    head["duration_s"] = (replay::monotonic_ns() - t0) / 1e9;
+    ordered_json load = {{"host_busy_pct", 100 * cpu.host_busy()},
+                         {"iotape_cpu_s", cpu.process_cpu_ns() / 1e9}};
+    if (const auto ios_after = device_ios(review.target()); ios_before && ios_after && *ios_after > *ios_before) {
+      load["device_ios"] = *ios_after - *ios_before;
+      load["iotape_cpu_us_per_io"] = cpu.process_cpu_ns() / 1e3 / static_cast<double>(*ios_after - *ios_before);
+    }
+    head["cpu"] = load;
+    if (measure_wa) {
+      const auto after = written(wa);
+      const double host = after.first - wa_before.first, media = after.second - wa_before.second;
+      head["write_amplification"] = {{"host_bytes", host}, {"media_bytes", media},
+                                     {"estimate", host > 0 ? media / host : 0.0}};
+    }
+    head.update(result);
+    write_json(dir + "/result.json", head);
+    remaining -= t.estimated_s;
+    ++out.run;
+    publish();
+    report(i, true, false);
+  }
+  publish();
+  out.duration_s = (replay::monotonic_ns() - begin) / 1e9;
+  return out;
+}
+
+}  // namespace iotape::workloads
