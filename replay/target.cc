@@ -157,4 +157,12 @@ std::vector<std::string> safety_problems(const Target& t) {
   return problems;
 }
 
+Target open_writable_target(const std::string& path, bool force) {
+  Target t = open_target(path, true, force);
+  const auto problems = safety_problems(t);
+  if (!problems.empty() && !force)
+    throw DeviceRefused(path + ": refusing to write: " + problems.front() + " (--force overrides)");
+  return t;
+}
+
 }  // namespace iotape::replay

@@ -43,4 +43,8 @@ Target open_target(const std::string& path, bool writable, bool force);
 // by another device (/sys/block/X/holders). Regular files return empty.
 std::vector<std::string> safety_problems(const Target& t);
 
+// open_target(path, writable, force) for a whole-target writer (bench,
+// review): throws DeviceRefused naming the first safety problem unless `force`.
+Target open_writable_target(const std::string& path, bool force);
+
 }  // namespace iotape::replay

@@ -287,10 +287,7 @@ class Review {
   // Opens the target for writing under the safety rules; the span every test uses.
   void open() {
     targets_.clear();
-    targets_.push_back(replay::open_target(o_.target, true, o_.force));
-    const auto problems = replay::safety_problems(targets_[0]);
-    if (!problems.empty() && !o_.force)
-      throw DeviceRefused(o_.target + ": refusing to write: " + problems.front() + " (--force overrides)");
+    targets_.push_back(replay::open_writable_target(o_.target, o_.force));
     span_ = targets_[0].size / kAlign * kAlign;
     if (span_ == 0) throw UsageError(o_.target + ": smaller than 1 MiB");
   }
