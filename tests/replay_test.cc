@@ -868,11 +868,13 @@ TEST_CASE("the fidelity summary tells a slower target from a late replayer", "[r
   REQUIRE(std::filesystem::exists(blkio + "/blkio.throttle.read_iops_device"));
   TempDir dir;
   LoopDevice loop(64 * kMiB);
-  // 400 pairs of reads, 1,000 pairs per second, each read taking 100 us: the
-  // second of a pair overlaps the first and waits for nothing of its own.
+  // 400 pairs of reads, 1,000 pairs per second, each read taking 400 us (a
+  // loop device on a busy machine stays well under it): the second of a pair
+  // overlaps the first and waits for nothing of its own.
   std::vector<Io> ios;
   for (int i = 0; i < 800; ++i)
-    ios.push_back(make_io(i / 2 * 1'000'000LL + i % 2 * 10'000, Op::kRead, (i * 7919 % 16000) * 4096ull, 4096));
+    ios.push_back(
+        make_io(i / 2 * 1'000'000LL + i % 2 * 10'000, Op::kRead, (i * 7919 % 16000) * 4096ull, 4096, 400'000));
   const std::string trace = dir.file("src.iotape");
   write_trace(trace, ios, 64 * kMiB);
   const std::string group = blkio + "/iotape-test-" + std::to_string(::getpid());
@@ -897,7 +899,7 @@ TEST_CASE("the fidelity summary tells a slower target from a late replayer", "[r
   const double fast = held_share(dir.file("fast.iotape"), false);
   const double slow = held_share(dir.file("slow.iotape"), true);
   INFO("held back: unthrottled " << fast << ", throttled " << slow);
-  CHECK(fast < 0.02);
+  CHECK(fast < 0.1);  // ~0: a few IOs wait on a machine whose CPUs are busy
   CHECK(slow > 0.9);
 }
 
