@@ -185,18 +185,7 @@ class Bench {
             {"MBps", r.MBps()}};
   }
 
-  void discard_all() {
-    bool issued = false;
-    run_closed_loop(targets_, 1, 0,
-                    [&](replay::ReplayIo& io) {
-                      if (issued) return false;
-                      io = {};
-                      io.op = Op::kDiscard;
-                      io.length = span_;
-                      return issued = true;
-                    },
-                    INT64_MAX / 2, nullptr);
-  }
+  void discard_all() { workloads::discard_all(targets_, span_); }
 
   std::string workload_trace() {
     if (std::filesystem::is_regular_file(o_.workload)) return o_.workload;

@@ -85,4 +85,17 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
   return s;
 }
 
+void discard_all(const std::vector<replay::Target>& targets, uint64_t span) {
+  bool issued = false;
+  run_closed_loop(targets, 1, 0,
+                  [&](replay::ReplayIo& io) {
+                    if (issued) return false;
+                    io = {};
+                    io.op = Op::kDiscard;
+                    io.length = span;
+                    return issued = true;
+                  },
+                  INT64_MAX / 2, nullptr);
+}
+
 }  // namespace iotape::workloads

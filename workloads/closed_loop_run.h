@@ -55,4 +55,8 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace,
                            replay::DataPattern data = {}, const std::atomic<bool>* stop = nullptr);
 
+// One discard of the first `span` bytes of the (single) target: the state a
+// secure erase leaves.
+void discard_all(const std::vector<replay::Target>& targets, uint64_t span);
+
 }  // namespace iotape::workloads

@@ -532,16 +532,7 @@ class Review {
   // target sequentially so the read tests that follow read written blocks.
   ordered_json secure_state() {
     const int64_t t0 = replay::monotonic_ns();
-    bool issued = false;
-    run_closed_loop(targets_, 1, 0,
-                    [&](replay::ReplayIo& io) {
-                      if (issued) return false;
-                      io = {};
-                      io.op = Op::kDiscard;
-                      io.length = span_;
-                      return issued = true;
-                    },
-                    INT64_MAX / 2, nullptr);
+    discard_all(targets_, span_);
     const double discard_s = (replay::monotonic_ns() - t0) / 1e9;
     Spec fill = fixed("sequential fill 128K QD32", 0, 128 << 10, 32, 1e9, 1);
     uint64_t at = 0;
