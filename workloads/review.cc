@@ -57,7 +57,7 @@ struct Scale {
   double fresh_s, used_round_s, used_max_s;
 };
 Scale scale_of(bool quick) {
-  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000, 0.75, 0.5, 4};
+  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000, 0.5, 0.5, 3};
   return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 600, 500000, 200000, 100000, 60, 60, 1800};
 }
 
@@ -849,7 +849,7 @@ double estimate(const std::string& name, const Scale& s, uint64_t bytes, bool qu
     return 1 + fill + 2 * (5 * s.fresh_s + s.fresh_ios * (kLightSecondsPerIo + kHeavySecondsPerIo)) + s.used_max_s;
   // file-level, per pass: mkfs, then each set written once and read or
   // copied three times; the used pass fills the target first.
-  const double pass = quick ? 12 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) +
+  const double pass = quick ? 3 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) +
                                              std::min(bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
   return 1 + 2 * pass + fill;
 }
