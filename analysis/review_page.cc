@@ -338,7 +338,7 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
     h += fresh_used_figures(drives, test, "measurements", "Fresh vs used");
     h += fresh_used_table(drives, test, "measurements", "test");
     for (const auto& d : drives)
-      if (const json* t = d.test(test)) {
+      if (const json* t = d.test(test); t && t->contains("used_state")) {
         const json& u = (*t)["used_state"];
         h += fmt::format("<p class=\"note\">{}: fresh = the whole drive discarded (the write tests), then filled "
                          "sequentially (the read and mixed tests); used = then {} s of 4 KiB random writes at QD32 in "
@@ -372,6 +372,7 @@ std::string file_section(const std::vector<Drive>& drives, const std::string& te
                            sets.value("mp3_bytes", 0ULL) >> 20, sets.value("program_files", 0),
                            t->value("recorded", false) ? "each step's block IO recorded as a trace"
                                                        : "not recorded");
+      if (!t->contains("passes")) continue;  // a review of an iotape that ran one pass
       const json& p = (*t)["passes"];
       notes += fmt::format(
           "<p class=\"note\">{}: fresh = the drive discarded, then mkfs discarding the partitions ({:.0f} MiB "
