@@ -222,6 +222,76 @@ std::string storage_section(const std::vector<Drive>& drives, const std::string&
   return h;
 }
 
+// The value of a fresh-vs-used row: a measurement's number, or a file-level
+// step's pass object's MB/s.
+double pass_value(const json& row, const char* pass) {
+  const json& v = row[pass];
+  return v.is_object() ? num(v, "MBps") : v.is_number() ? v.get<double>() : NAN;
+}
+
+std::string row_unit(const json& row) { return row.value("unit", std::string("MB/s")); }
+
+// Paired fresh/used bars, a chart per unit, a group per row of `key` (the
+// measurements or the steps), a pair per drive.
+std::string fresh_used_figures(const std::vector<Drive>& drives, const std::string& test, const char* key,
+                               const std::string& title) {
+  std::vector<PairedBarChart> charts;
+  for (const auto& d : drives) {
+    const json* t = d.test(test);
+    if (!t || !t->contains(key)) continue;
+    for (const auto& row : (*t)[key]) {
+      const std::string unit = row_unit(row), name = row["name"];
+      auto c = std::find_if(charts.begin(), charts.end(), [&](const auto& x) { return x.unit == unit; });
+      if (c == charts.end()) {
+        c = charts.insert(charts.end(), PairedBarChart{});
+        c->title = title + " (" + unit + ")";
+        c->unit = unit;
+        c->higher_is_better = row.value("higher_is_better", true);
+      }
+      auto g = std::find_if(c->groups.begin(), c->groups.end(), [&](const auto& x) { return x.title == name; });
+      if (g == c->groups.end()) g = c->groups.insert(c->groups.end(), PairedBarChart::Group{name, {}});
+      g->pairs.push_back({d.label, pass_value(row, "fresh"), pass_value(row, "used"), num(row, "drop_pct"), d.colour});
+    }
+  }
+  std::string h;
+  for (size_t i = 0; i < charts.size(); ++i)
+    h += figure(fmt::format("{}-{}", test, i), paired_bar_chart_svg(charts[i]));
+  return h;
+}
+
+// A row per measurement or step: each drive's fresh, used and drop.
+std::string fresh_used_table(const std::vector<Drive>& drives, const std::string& test, const char* key,
+                             const std::string& first_column) {
+  std::vector<std::pair<std::string, std::string>> rows;  // (name, unit)
+  for (const auto& d : drives)
+    if (const json* t = d.test(test); t && t->contains(key))
+      for (const auto& row : (*t)[key])
+        if (std::find_if(rows.begin(), rows.end(), [&](const auto& x) { return x.first == row["name"]; }) == rows.end())
+          rows.emplace_back(row["name"], row_unit(row));
+  std::string h = "<table id=\"" + escape(test) + "-table\" class=\"values\">\n<tr><th>" + escape(first_column) +
+                  "</th><th>unit</th>";
+  for (const auto& d : drives)
+    h += fmt::format("<th>{0} fresh</th><th>{0} used</th><th>{0} drop %</th>", escape(d.label));
+  h += "</tr>\n";
+  for (const auto& [name, unit] : rows) {
+    h += "<tr><td>" + escape(name) + "</td><td>" + escape(unit) + "</td>";
+    for (const auto& d : drives) {
+      const json* row = nullptr;
+      if (const json* t = d.test(test); t && t->contains(key))
+        for (const auto& r : (*t)[key])
+          if (r["name"] == name) row = &r;
+      if (!row) {
+        h += "<td>-</td><td>-</td><td>-</td>";
+        continue;
+      }
+      h += fmt::format("<td>{}</td><td>{}</td><td>{}</td>", value_text(pass_value(*row, "fresh"), unit),
+                       value_text(pass_value(*row, "used"), unit), value_text(num(*row, "drop_pct"), "%"));
+    }
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 std::string bench_section(const std::vector<Drive>& drives, const std::string& test) {
   std::string h;
   if (test == "consistency") {
@@ -265,19 +335,18 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
     }
     h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
   } else if (test == "fresh-vs-used") {
-    BarChart c{"Storage Bench Light data rate, fresh and used", "MB/s", true, {}};
-    h += "<table class=\"values\">\n<tr><th>drive</th><th>fresh MB/s</th><th>used MB/s</th><th>drop</th></tr>\n";
-    for (const auto& d : drives) {
-      const json* t = d.test(test);
-      if (!t) continue;
-      c.groups.push_back({d.label,
-                          {{d.label + " fresh", num((*t)["fresh"], "MBps"), d.colour},
-                           {d.label + " used", num((*t)["used"], "MBps"), d.colour}}});
-      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}%</td></tr>\n", escape(d.label),
-                       value_text(num((*t)["fresh"], "MBps"), "MB/s"), value_text(num((*t)["used"], "MBps"), "MB/s"),
-                       value_text(num(*t, "drop_pct"), "%"));
-    }
-    h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
+    h += fresh_used_figures(drives, test, "measurements", "Fresh vs used");
+    h += fresh_used_table(drives, test, "measurements", "test");
+    for (const auto& d : drives)
+      if (const json* t = d.test(test); t && t->contains("used_state")) {
+        const json& u = (*t)["used_state"];
+        h += fmt::format("<p class=\"note\">{}: fresh = the whole drive discarded (the write tests), then filled "
+                         "sequentially (the read and mixed tests); used = then {} s of 4 KiB random writes at QD32 in "
+                         "rounds of {} s, {}.</p>\n",
+                         escape(d.label), value_text(num(u, "duration_s"), ""), value_text(num(u, "round_s"), ""),
+                         u.value("steady_state_reached", false) ? "until steady state"
+                                                                : "steady state not reached in the time allowed");
+      }
   } else if (test == "secure-state") {
     h += "<table class=\"values\">\n<tr><th>drive</th><th>discard of everything (s)</th><th>sequential fill MB/s</th>"
          "</tr>\n";
@@ -290,35 +359,8 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
   return h;
 }
 
-// Each step's MB/s, a bar per drive, and the sets' sizes.
+// Each step's MB/s fresh and used, a pair per drive, and the sets' sizes.
 std::string file_section(const std::vector<Drive>& drives, const std::string& test) {
-  BarChart c{"File-level tests: MB/s per step", "MB/s", true, {}};
-  std::string table = "<table class=\"values\">\n<tr><th>step</th>";
-  for (const auto& d : drives) table += "<th>" + escape(d.label) + " MB/s</th>";
-  table += "</tr>\n";
-  std::vector<std::string> steps;
-  for (const auto& d : drives) {
-    const json* t = d.test(test);
-    if (!t) continue;
-    for (const auto& s : (*t)["steps"]) {
-      const std::string name = s["name"];
-      if (std::find(steps.begin(), steps.end(), name) == steps.end()) steps.push_back(name);
-      auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
-      if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
-      g->bars.push_back({d.label, num(s, "MBps"), d.colour});
-    }
-  }
-  for (const auto& name : steps) {
-    table += "<tr><td>" + escape(name) + "</td>";
-    for (const auto& d : drives) {
-      double v = NAN;
-      if (const json* t = d.test(test))
-        for (const auto& s : (*t)["steps"])
-          if (s["name"] == name) v = num(s, "MBps");
-      table += "<td>" + value_text(v, "MB/s") + "</td>";
-    }
-    table += "</tr>\n";
-  }
   std::string notes;
   for (const auto& d : drives)
     if (const json* t = d.test(test)) {
@@ -330,8 +372,16 @@ std::string file_section(const std::vector<Drive>& drives, const std::string& te
                            sets.value("mp3_bytes", 0ULL) >> 20, sets.value("program_files", 0),
                            t->value("recorded", false) ? "each step's block IO recorded as a trace"
                                                        : "not recorded");
+      if (!t->contains("passes")) continue;  // a review of an iotape that ran one pass
+      const json& p = (*t)["passes"];
+      notes += fmt::format(
+          "<p class=\"note\">{}: fresh = the drive discarded, then mkfs discarding the partitions ({:.0f} MiB "
+          "discarded); used = the drive filled sequentially, then mkfs -E nodiscard ({:.0f} MiB discarded).</p>\n",
+          escape(d.label), num(p["fresh"]["mkfs"], "discarded_bytes") / (1 << 20),
+          num(p["used"]["mkfs"], "discarded_bytes") / (1 << 20));
     }
-  return figure(test, bar_chart_svg(c)) + table + "</table>\n" + notes;
+  return fresh_used_figures(drives, test, "steps", "File-level tests, fresh and used") +
+         fresh_used_table(drives, test, "steps", "step") + notes;
 }
 
 std::string cpu_table(const std::vector<Drive>& drives, const std::string& test) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "units/units.h"
 
@@ -138,6 +139,59 @@ std::string bar_chart_svg(const BarChart& chart) {
       s += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}</text>\n", kLabelWidth + w + 6, y + 16,
                        short_number(b.value), xml_escape(chart.unit));
       y += kBarHeight + kBarGap;
+    }
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string paired_bar_chart_svg(const PairedBarChart& chart) {
+  constexpr int kDropRoom = 110;  // right of the values, for the drop
+  double max_value = 0;
+  size_t rows = 0;
+  for (const auto& g : chart.groups) {
+    rows += 2 * g.pairs.size() + (g.title.empty() ? 0 : 1);
+    for (const auto& p : g.pairs)
+      for (double v : {p.first, p.second})
+        if (!std::isnan(v)) max_value = std::max(max_value, v);
+  }
+  const int top = 58;
+  const int height = top + static_cast<int>(rows) * (kBarHeight + kBarGap) + 16;
+  const double scale = max_value > 0 ? (kWidth - kLabelWidth - kValueRoom - kDropRoom) / max_value : 0;
+
+  std::string s = svg_open(height, chart.title);
+  s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
+  s += fmt::format("<text x=\"12\" y=\"44\" fill=\"#444444\">{} \xe2\x80\x94 {} is better; solid {}, pale {}; "
+                   "the drop in % beside each pair</text>\n",
+                   xml_escape(chart.unit), chart.higher_is_better ? "higher" : "lower", xml_escape(chart.first_name),
+                   xml_escape(chart.second_name));
+  int y = top;
+  for (const auto& g : chart.groups) {
+    if (!g.title.empty()) {
+      s += fmt::format("<text x=\"12\" y=\"{}\" font-weight=\"bold\">{}</text>\n", y + 16, xml_escape(fit(g.title, kWidth - 24)));
+      y += kBarHeight + kBarGap;
+    }
+    for (const auto& p : g.pairs) {
+      const int pair_top = y;
+      for (const auto& [value, name, opacity] : {std::tuple{p.first, &chart.first_name, "1"},
+                                                 std::tuple{p.second, &chart.second_name, "0.45"}}) {
+        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLabelWidth - 8, y + 16,
+                         xml_escape(fit(p.label + " " + *name, kLabelWidth - 20)));
+        if (std::isnan(value)) {
+          s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#666666\">n/a</text>\n", kLabelWidth + 6, y + 16);
+        } else {
+          const double w = std::max(1.0, value * scale);
+          s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
+                           "stroke=\"{}\"/>\n",
+                           kLabelWidth, y, w, kBarHeight, series_colour(p.colour), opacity, series_colour(p.colour));
+          s += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}</text>\n", kLabelWidth + w + 6, y + 16,
+                           short_number(value), xml_escape(chart.unit));
+        }
+        y += kBarHeight + kBarGap;
+      }
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"bold\">{}</text>\n", kWidth - 12,
+                       pair_top + kBarHeight + kBarGap / 2 + 5,
+                       std::isnan(p.drop_pct) ? std::string("drop n/a") : fmt::format("drop {:.1f}%", p.drop_pct));
     }
   }
   s += "</svg>\n";

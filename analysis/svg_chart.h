@@ -39,6 +39,29 @@ struct BarChart {
 };
 std::string bar_chart_svg(const BarChart& chart);
 
+// Pairs of bars (TechReport's fresh vs used): per group (a test), each drive's
+// first bar (solid) above its second (pale, the same colour), and beside the
+// pair the drop from the first to the second in percent, as given. Pairs keep
+// their order; a NaN value is drawn as "n/a".
+struct PairedBarChart {
+  struct Pair {
+    std::string label;   // the drive
+    double first = 0, second = 0;
+    double drop_pct = 0;
+    size_t colour = 0;
+  };
+  struct Group {
+    std::string title;
+    std::vector<Pair> pairs;
+  };
+  std::string title;
+  std::string unit;
+  bool higher_is_better = true;
+  std::string first_name = "fresh", second_name = "used";  // after the drive's label
+  std::vector<Group> groups;
+};
+std::string paired_bar_chart_svg(const PairedBarChart& chart);
+
 // Lines over time (IOPS per interval), one per drive.
 struct LineChart {
   struct Line {

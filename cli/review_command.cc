@@ -121,8 +121,11 @@ void add_review_command(CLI::App& app) {
   sub->footer(
       "Tests, in order: " + names +
       ".\nsecure-state discards everything, then fills the target sequentially (the read tests read written blocks).\n"
+      "fresh-vs-used runs 4 KiB random, 128 KiB sequential, database and Storage Bench tests on the discarded\n"
+      "target, then again after 4 KiB random writes to steady state; the page shows the drop in % per test.\n"
       "file-level repartitions the target (two ext4 partitions), mounts them under DIR and records each step's\n"
-      "block IO with the eBPF recorder into DIR/tests/file-level.\n"
+      "block IO with the eBPF recorder into DIR/tests/file-level; it runs fresh (target and partitions\n"
+      "discarded) and used (target filled, mkfs -E nodiscard).\n"
       "Each finished test is kept in DIR/tests/NAME (result.json and its traces); a rerun with the same --target,\n"
       "--quick, --label and --seed skips it; other options are refused. DIR/review.html is one page with every\n"
       "chart; `iotape compare DIR1 DIR2 ...` puts several drives on one page.\n"

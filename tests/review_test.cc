@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <sys/stat.h>
 
 #include "tests/test_support.h"
@@ -145,19 +147,102 @@ TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and t
   CHECK(ja["write_amplification"]["reason"].get<std::string>().find("loop device") != std::string::npos);
   REQUIRE(ja["tests"].size() == 15);
   REQUIRE(jb["tests"].size() == 15);
-  // File-level steps are traces of the drive's block IO: the read steps read
-  // the whole set from the drive (the page cache was dropped before them).
+  // File-level steps, fresh and used, are traces of the drive's block IO:
+  // the read steps read the whole set from the drive (the page cache was
+  // dropped before them). The drop is the used pass's loss in % of the fresh.
+  for (const auto& [j, label] : {std::pair{&ja, "tmpfs"}, std::pair{&jb, "virtio"}})
+    WARN(label << ": fresh-vs-used " << (*j)["tests"]["fresh-vs-used"]["duration_s"] << " s, file-level "
+               << (*j)["tests"]["file-level"]["duration_s"] << " s");
+  const auto info_json = [&](const std::string& trace) {
+    const auto r = test::run(iotape() + " info --json " + trace);
+    INFO(trace << ": " << r.output);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.output);
+  };
   for (const auto& [j, dir] : {std::pair{&ja, a}, std::pair{&jb, b}}) {
-    const auto& steps = (*j)["tests"]["file-level"]["steps"];
+    const auto& fl = (*j)["tests"]["file-level"];
+    const auto& steps = fl["steps"];
     REQUIRE(steps.size() == 12);
+    std::set<std::string> traces;
     for (const auto& s : steps) {
-      if (s["name"].get<std::string>().find(" read") == std::string::npos) continue;
-      const auto info = test::run(iotape() + " info " + dir + "/tests/file-level/" + s["trace"].get<std::string>());
-      std::smatch m;
-      INFO(s["name"] << ": " << info.output);
-      REQUIRE(std::regex_search(info.output, m, std::regex(R"(bytes\s+read (\d+))")));
-      CHECK(std::stoull(m[1]) >= s["bytes"].get<uint64_t>());
+      INFO(s["name"]);
+      const double fresh = s["fresh"]["MBps"], used = s["used"]["MBps"];
+      CHECK(fresh > 0);
+      CHECK(used > 0);
+      CHECK(s["drop_pct"].get<double>() == Approx(100 * (fresh - used) / fresh).margin(1e-9));
+      for (const char* pass : {"fresh", "used"}) {
+        const std::string trace = s[pass]["trace"];
+        CHECK(trace.find(std::string("-") + pass + "-") != std::string::npos);
+        traces.insert(trace);
+        if (s["name"].get<std::string>().find(" read") == std::string::npos) continue;
+        CHECK(info_json(dir + "/tests/file-level/" + trace)["bytes_read"].get<uint64_t>() >= s["bytes"].get<uint64_t>());
+      }
     }
+    CHECK(traces.size() == 24);  // both passes' traces kept, each its own
+    // The fresh pass's mkfs discarded its partitions: the kernel counted the
+    // discards, and they reached the drive as write-zeroes (a loop partition
+    // over a block device zeroes what it is told to discard). The used
+    // pass's mkfs discarded nothing.
+    const auto& passes = fl["passes"];
+    CHECK(passes["fresh"]["mkfs"]["discard"] == true);
+    CHECK(passes["used"]["mkfs"]["discard"] == false);
+    CHECK(passes["fresh"]["mkfs"]["discarded_bytes"].get<uint64_t>() > 0);
+    CHECK(passes["used"]["mkfs"]["discarded_bytes"] == 0);
+    // In the recorded traces: the fresh mkfs zeroed at least one whole
+    // partition (a tmpfs-backed loop device stops taking write-zeroes after
+    // ext4's journal zeroing fails on it, so the second may not); the used
+    // one zeroed only what mke2fs zeroes anyway (the journal), and wrote.
+    const auto zeroed = [&](const std::string& pass) {
+      const std::string trace = dir + "/tests/file-level/" + passes[pass]["mkfs"]["trace"].get<std::string>();
+      const auto csv = test::run(iotape() + " cat --format csv " + trace);
+      REQUIRE(csv.exit_code == 0);
+      std::pair<uint64_t, uint64_t> zeroes_writes{0, 0};
+      std::istringstream in(csv.output);
+      std::string line;
+      std::getline(in, line);  // index,device,major,minor,op,flags,offset,length,...,status,...
+      while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::istringstream cells(line);
+        for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+        REQUIRE(f.size() > 11);
+        CHECK(f[4] != "discard");
+        if (f[4] == "write-zeroes" && f[11] == "0") zeroes_writes.first += std::stoull(f[7]);
+        if (f[4] == "write") zeroes_writes.second += std::stoull(f[7]);
+      }
+      return zeroes_writes;
+    };
+    const auto fresh_mkfs = zeroed("fresh"), used_mkfs = zeroed("used");
+    INFO("write-zeroes bytes in mkfs: fresh " << fresh_mkfs.first << ", used " << used_mkfs.first);
+    CHECK(fresh_mkfs.first >= kGiB / 2);
+    CHECK(used_mkfs.first < kGiB / 8);
+    CHECK(used_mkfs.second > 0);
+    CHECK(passes["used"]["fill"]["bytes"].get<uint64_t>() == (*j)["drive"]["size_bytes"].get<uint64_t>());
+  }
+
+  // Fresh vs used per test: every measurement on both drives, the drop
+  // computed from the two figures.
+  for (const auto* j : {&ja, &jb}) {
+    const auto& m = (*j)["tests"]["fresh-vs-used"]["measurements"];
+    std::map<std::string, std::string> units;
+    for (const auto& x : m) {
+      INFO(x["name"]);
+      units[x["name"]] = x["unit"];
+      const double fresh = x["fresh"], used = x["used"];
+      CHECK(fresh > 0);
+      CHECK(used > 0);
+      CHECK(x["higher_is_better"] == true);
+      CHECK(x["drop_pct"].get<double>() == Approx(100 * (fresh - used) / fresh).margin(1e-9));
+      CHECK(x["fresh_trace"] != x["used_trace"]);
+    }
+    CHECK(units == std::map<std::string, std::string>{{"4K random read QD32", "IOPS"},
+                                                      {"4K random write QD32", "IOPS"},
+                                                      {"128K sequential read QD1", "MB/s"},
+                                                      {"128K sequential write QD1", "MB/s"},
+                                                      {"database 8K random, 70% reads, QD16", "IOPS"},
+                                                      {"storage-light average data rate", "MB/s"},
+                                                      {"storage-heavy average data rate", "MB/s"}});
+    CHECK((*j)["tests"]["fresh-vs-used"]["headline"].size() == 3 * m.size());
+    CHECK((*j)["tests"]["fresh-vs-used"]["used_state"]["iops_per_round"].size() >= 1);
   }
 
   // The faster drive wins IOPS against queue depth at every depth. The tmpfs
@@ -235,6 +320,38 @@ TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and t
       ++checked;
     }
   CHECK(checked >= 20);
+
+  // Fresh vs used and file-level: paired bars of both drives with the drop
+  // beside each pair, and the table of both passes, as review.json has them.
+  for (const auto& [test, key] : {std::pair{"fresh-vs-used", "measurements"}, std::pair{"file-level", "steps"}}) {
+    INFO(test);
+    const auto at = page.find("<section id=\"" + std::string(test) + "\">");
+    const std::string section = page.substr(at, page.find("</section>", at) - at);
+    std::string figures;
+    for (size_t f = section.find("<figure"); f != std::string::npos; f = section.find("<figure", f + 1))
+      figures += section.substr(f, section.find("</figure>", f) - f);
+    for (const char* bar : {">tmpfs fresh<", ">tmpfs used<", ">virtio fresh<", ">virtio used<"})
+      CHECK(figures.find(bar) != std::string::npos);
+    const auto table = table_rows(section, std::string(test) + "-table");
+    REQUIRE(table.size() == ja["tests"][test][key].size() + 1);
+    CHECK(table[0][2] == "tmpfs fresh");
+    CHECK(table[0][5] == "virtio fresh");
+    for (size_t i = 0; i < ja["tests"][test][key].size(); ++i) {
+      const auto& ra = ja["tests"][test][key][i];
+      const auto& rb = jb["tests"][test][key][i];
+      const std::string unit = ra.contains("unit") ? ra["unit"].get<std::string>() : "MB/s";
+      const auto value = [](const nlohmann::json& row, const char* pass) {
+        return row[pass].is_object() ? row[pass]["MBps"].get<double>() : row[pass].get<double>();
+      };
+      INFO(ra["name"]);
+      CHECK(table[i + 1] == std::vector<std::string>{ra["name"], unit, page_text(value(ra, "fresh"), unit),
+                                                     page_text(value(ra, "used"), unit), page_text(ra["drop_pct"], "%"),
+                                                     page_text(value(rb, "fresh"), unit),
+                                                     page_text(value(rb, "used"), unit), page_text(rb["drop_pct"], "%")});
+      for (const auto* r : {&ra, &rb})
+        CHECK(figures.find(fmt::format(">drop {:.1f}%<", (*r)["drop_pct"].get<double>())) != std::string::npos);
+    }
+  }
 
   // Runs of different suites are refused, naming the difference.
   test::LoopDevice third(256ULL << 20);

@@ -64,15 +64,8 @@ class Bench {
     ordered_json s = start("precondition");
     s["fill"] = fill();
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random", label("random"));
-    std::vector<double> rounds;
-    SteadyState steady;
-    const int64_t begin = replay::monotonic_ns();
-    auto writes = random_writes(span_, o_.seed);
-    while (!steady.reached && replay::monotonic_ns() - begin < o_.duration_ns && !(o_.stop && *o_.stop)) {
-      rounds.push_back(run_closed_loop(targets_, o_.qd, kRandomBlock, writes, o_.round_ns, &trace, {}, o_.stop).iops());
-      if (rounds.size() >= kSteadyRounds)
-        steady = steady_state(std::span<const double>(rounds).last(kSteadyRounds));
-    }
+    const auto [rounds, steady] =
+        random_writes_to_steady_state(targets_, span_, o_.qd, o_.round_ns, o_.duration_ns, o_.seed, &trace, o_.stop);
     trace.close();
     s["random"] = {{"trace", trace.path()}, {"round_s", o_.round_ns / 1e9}, {"iops_per_round", rounds}};
     s["steady_state"] = {{"reached", steady.reached},
@@ -253,6 +246,20 @@ SteadyState steady_state(std::span<const double> w) {
   s.excursion = std::abs(slope) * (n - 1);
   s.reached = s.mean > 0 && s.range <= 0.2 * s.mean && s.excursion <= 0.1 * s.mean;
   return s;
+}
+
+SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& targets, uint64_t span, uint32_t qd,
+                                             int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
+                                             const std::atomic<bool>* stop) {
+  SteadyStateRun r;
+  const int64_t begin = replay::monotonic_ns();
+  auto writes = random_writes(span, seed);
+  while (!r.steady.reached && replay::monotonic_ns() - begin < max_ns && !(stop && *stop)) {
+    r.iops_per_round.push_back(run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop).iops());
+    if (r.iops_per_round.size() >= kSteadyRounds)
+      r.steady = steady_state(std::span<const double>(r.iops_per_round).last(kSteadyRounds));
+  }
+  return r;
 }
 
 nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& o) {

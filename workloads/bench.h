@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/closed_loop_run.h"
+
 namespace iotape::workloads {
 
 struct BenchOptions {
@@ -48,6 +50,18 @@ struct SteadyState {
   double mean = 0, range = 0, excursion = 0;
 };
 SteadyState steady_state(std::span<const double> window);
+
+// The used state of `precondition`, on a target already filled: rounds of
+// `round_ns` of 4 KiB random writes at `qd` over the first `span` bytes until
+// the last kSteadyRounds rounds are in steady state, `max_ns` passed or
+// `stop` (when given) is set. Every IO goes to `trace`.
+struct SteadyStateRun {
+  std::vector<double> iops_per_round;
+  SteadyState steady;
+};
+SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& targets, uint64_t span, uint32_t qd,
+                                             int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
+                                             const std::atomic<bool>* stop);
 
 // "precondition", "consistency", "trim", "fresh-vs-used". Throws TraceError.
 nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& options);

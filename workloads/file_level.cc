@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <utility>
 #include <thread>
@@ -88,23 +90,46 @@ std::pair<std::string, std::unique_ptr<Fd>> partition_view(const replay::Target&
   return {dev, std::move(loop)};
 }
 
+// Bytes discarded on a block device so far, per /sys/block/NAME/stat.
+uint64_t discarded_bytes(const std::string& dev) {
+  std::ifstream in("/sys/block/" + fs::path(dev).filename().string() + "/stat");
+  std::vector<uint64_t> v{std::istream_iterator<uint64_t>(in), {}};
+  return v.size() >= 15 ? v[13] * 512 : 0;
+}
+
 // The two file systems, mounted while it lives.
 class Mounts {
  public:
-  Mounts(const replay::Target& t, const std::string& dir) {
+  // The mkfs of both is recorded into `mkfs_trace` when `record` is set.
+  Mounts(const replay::Target& t, const std::string& dir, const FileLevelPass& pass, const StartRecording& record,
+         const std::string& mkfs_trace) {
     const uint64_t half = t.size / 2 / kMiB * kMiB;
     if (half < 32 * kMiB) throw UsageError(t.path + ": too small for two 32 MiB partitions");
     Fd disk(t.path, O_RDWR | O_DIRECT);
+    std::vector<std::unique_ptr<Fd>> holds;
     for (int n = 1; n <= 2; ++n) {
       auto [dev, hold] = partition_view(t, disk.get(), (n - 1) * half, half);
-      // Inode tables and journal written now, not in the background during the steps.
-      run_program({"mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", dev},
-                  dir + "/mkfs.log");
+      devices_.push_back(dev);
+      holds.push_back(std::move(hold));
+    }
+    {
+      auto recording = record ? record(t.path, mkfs_trace) : nullptr;
+      for (const auto& dev : devices_) {
+        const uint64_t before = discarded_bytes(dev);
+        // Inode tables and journal written now, not in the background during
+        // the steps; mke2fs discards the device first unless told not to.
+        run_program({"mkfs.ext4", "-q", "-F", "-E",
+                     std::string("lazy_itable_init=0,lazy_journal_init=0") + (pass.discard ? "" : ",nodiscard"), dev},
+                    dir + "/mkfs-" + pass.name + ".log");
+        mkfs_discarded_ += discarded_bytes(dev) - before;
+      }
+    }
+    for (int n = 1; n <= 2; ++n) {
       const std::string mnt = dir + "/mnt" + std::to_string(n);
       fs::create_directories(mnt);
+      const std::string& dev = devices_[n - 1];
       if (::mount(dev.c_str(), mnt.c_str(), "ext4", 0, "") != 0) throw error_errno(dev, "cannot mount", errno);
       mounted_.push_back(mnt);
-      devices_.push_back(dev);
     }
   }
   ~Mounts() {
@@ -116,9 +141,11 @@ class Mounts {
   }
   const std::string& at(int n) const { return mounted_.at(n - 1); }
   const std::vector<std::string>& devices() const { return devices_; }
+  uint64_t mkfs_discarded() const { return mkfs_discarded_; }
 
  private:
   std::vector<std::string> mounted_, devices_;
+  uint64_t mkfs_discarded_ = 0;
 };
 
 struct File {
@@ -191,23 +218,25 @@ std::vector<File> file_set(const std::string& name, const FileSets& s, uint64_t 
 }  // namespace
 
 nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSets& sets, const std::string& dir,
-                                      const StartRecording& record, const std::atomic<bool>& stop) {
+                                      const FileLevelPass& pass, const StartRecording& record,
+                                      const std::atomic<bool>& stop) {
   if (!target.block) throw UsageError(target.path + ": file-level tests need a block device to partition");
-  Mounts mounts(target, dir);
+  const std::string mkfs_trace = "file-" + pass.name + "-mkfs.iot";
+  Mounts mounts(target, dir, pass, record, dir + "/" + mkfs_trace);
   std::vector<char> data(8 * kMiB), buf(kMiB);
   Rng rng(1);
   for (size_t i = 0; i < data.size(); i += 8) {
     const uint64_t v = rng.next();
     std::memcpy(data.data() + i, &v, 8);
   }
-  ordered_json steps = ordered_json::array(), headline = ordered_json::array();
+  ordered_json steps = ordered_json::array();
   auto step = [&](const std::string& set, const std::string& what, const std::vector<File>& files,
                   const std::function<void()>& body) {
     if (stop) return;
     uint64_t bytes = 0;
     for (const auto& f : files) bytes += f.bytes;
     const std::string name = set + " " + what;
-    const std::string trace = fmt::format("file-{}-{}.iot", set, steps.size());
+    const std::string trace = fmt::format("file-{}-{}-{}.iot", pass.name, set, steps.size());
     int64_t t0 = 0, t1 = 0;
     {
       auto recording = record ? record(target.path, dir + "/" + trace) : nullptr;
@@ -218,7 +247,6 @@ nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSe
     const double MBps = t1 > t0 ? bytes * 1e3 / static_cast<double>(t1 - t0) : 0.0;
     steps.push_back({{"name", name}, {"files", files.size()}, {"bytes", bytes}, {"duration_s", (t1 - t0) / 1e9},
                      {"MBps", MBps}, {"trace", record ? trace : ""}});
-    headline.push_back({{"figure", name}, {"value", MBps}, {"unit", "MB/s"}, {"higher_is_better", true}});
   };
   const std::string p1 = mounts.at(1), p2 = mounts.at(2);
   for (const std::string set : {"iso", "mp3", "program"}) {
@@ -243,7 +271,10 @@ nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSe
       for (const auto& f : files) copy_file(src + "/" + f.path, far + "/" + f.path, buf);
     });
   }
-  return {{"steps", steps}, {"headline", headline}, {"partitions", mounts.devices()}};
+  return {{"steps", steps},
+          {"partitions", mounts.devices()},
+          {"mkfs", {{"discard", pass.discard}, {"discarded_bytes", mounts.mkfs_discarded()},
+                    {"trace", record ? mkfs_trace : ""}}}};
 }
 
 }  // namespace iotape::workloads

@@ -3,7 +3,9 @@
 // and no kernel partition support are needed) with an ext4 file system each,
 // then file sets created,
 // read and copied (within the first partition and to the second), MB/s per
-// step, each step's block IO recorded as a trace.
+// step, each step's block IO recorded as a trace. A pass is fresh or used:
+// the caller prepares the target (discarded, or filled), and the pass makes
+// its file systems with or without mke2fs's discard of them.
 //
 // Each step starts with the files it reads out of the page cache (fsync, then
 // POSIX_FADV_DONTNEED on every file), which drops them without emptying the
@@ -38,12 +40,21 @@ struct FileSets {
   uint32_t program_files;           // a program tree of small files (1..32 KiB) in nested folders
 };
 
-// Runs the steps on `target` (a block device, not mounted, held by nothing;
-// its contents are overwritten) with files in `dir`/mnt1 and mnt2, traces in
-// `dir`; everything is unmounted and detached before it returns. Returns
-// {"steps": [...], "headline": [...], "partitions": [...]}. Throws
-// TraceError; a regular-file target throws UsageError.
+struct FileLevelPass {
+  std::string name;  // "fresh" or "used": in the trace names, DIR/file-NAME-*.iot
+  bool discard;      // mke2fs discards the partitions (its default), or -E nodiscard
+};
+
+// Runs the steps of one pass on `target` (a block device, not mounted, held
+// by nothing; its contents are overwritten) with files in `dir`/mnt1 and
+// mnt2, traces in `dir`; everything is unmounted and detached before it
+// returns. Returns {"steps": [{name, files, bytes, duration_s, MBps, trace}],
+// "partitions": [...], "mkfs": {discard, discarded_bytes, trace}}:
+// discarded_bytes is the kernel's count for the partitions during mkfs
+// (/sys/block/X/stat). Throws TraceError; a regular-file target throws
+// UsageError.
 nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSets& sets, const std::string& dir,
-                                      const StartRecording& record, const std::atomic<bool>& stop);
+                                      const FileLevelPass& pass, const StartRecording& record,
+                                      const std::atomic<bool>& stop);
 
 }  // namespace iotape::workloads

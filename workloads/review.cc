@@ -47,14 +47,18 @@ constexpr double kHeavySecondsPerIo = 0.0006, kLightSecondsPerIo = 0.003;
 // The suite's lengths: the full suite follows the reviews' own (a minute per
 // seq-steps step, three minutes per AnandTech random test, 2000 s of
 // consistency); --quick keeps every test and every chart at a few seconds each.
+// fresh-vs-used: `fresh_s` per closed-loop measurement, `fresh_ios` per
+// replay, the used state reached in rounds of `used_round_s` for at most
+// `used_max_s`.
 struct Scale {
   double seq_s, random_bs_s, response_s, database_s, server_s, anand_random_s, anand_seq_s, align_s;
   int64_t consistency_s, consistency_window_s, trim_dirty_s;
   uint64_t heavy_ios, light_ios, fresh_ios;
+  double fresh_s, used_round_s, used_max_s;
 };
 Scale scale_of(bool quick) {
-  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000};
-  return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 600, 500000, 200000, 100000};
+  if (quick) return {0.3, 0.2, 1, 0.4, 1, 0.75, 0.75, 2, 8, 4, 4, 4000, 3000, 2000, 0.5, 0.5, 3};
+  return {60, 20, 60, 10, 30, 180, 60, 60, 2000, 600, 600, 500000, 200000, 100000, 60, 60, 1800};
 }
 
 // One closed-loop phase of a sweep test.
@@ -150,6 +154,12 @@ struct Interrupted {};
 
 ordered_json headline(const std::string& figure, double value, const std::string& unit, bool higher_is_better) {
   return {{"figure", figure}, {"value", value}, {"unit", unit}, {"higher_is_better", higher_is_better}};
+}
+
+// How much worse the used drive does, in % of the fresh figure (negative: better).
+double drop_pct(double fresh, double used, bool higher_is_better) {
+  if (!(fresh > 0)) return 0;
+  return 100.0 * (higher_is_better ? fresh - used : used - fresh) / fresh;
 }
 
 const ordered_json* find_phase(const ordered_json& phases, const std::string& name) {
@@ -311,6 +321,7 @@ class Review {
     if (name == "storage-light") return storage_bench("storage-light", scale_.light_ios);
     if (name == "alignment") return alignment();
     if (name == "file-level") return file_level();
+    if (name == "fresh-vs-used") return fresh_vs_used();
     return bench(name);
   }
 
@@ -364,8 +375,9 @@ class Review {
   }
 
   // Runs the phases, each into a trace of its own, then joins them into the
-  // test's trace with the phases in its header (`iotape report --by phase`).
-  ordered_json sweep(const std::vector<Spec>& specs) {
+  // test's trace (DIR/`trace`.iot, by default the test's name) with the
+  // phases in its header (`iotape report --by phase`).
+  ordered_json sweep(const std::vector<Spec>& specs, const std::string& trace_name = {}) {
     ordered_json phases = ordered_json::array();
     std::vector<std::string> parts;
     std::vector<v1::Phase> records;
@@ -412,7 +424,7 @@ class Review {
                         {"mean_latency_us", r.latency.mean() / 1e3},
                         {"p99_latency_us", r.latency.percentile(99) / 1e3}});
     }
-    const std::string trace = join(parts, records);
+    const std::string trace = join(parts, records, trace_name.empty() ? test_ : trace_name);
     ordered_json out;
     out["trace"] = fs::path(trace).filename().string();
     out["phases"] = phases;
@@ -420,8 +432,9 @@ class Review {
     return out;
   }
 
-  std::string join(const std::vector<std::string>& parts, const std::vector<v1::Phase>& records) {
-    const std::string path = dir_ + "/" + test_ + ".iot";
+  std::string join(const std::vector<std::string>& parts, const std::vector<v1::Phase>& records,
+                   const std::string& name) {
+    const std::string path = dir_ + "/" + name + ".iot";
     v1::TraceHeader h;
     {
       TraceReader first(parts.front());
@@ -504,39 +517,68 @@ class Review {
     return sweep({aligned, off});
   }
 
-  // --quick: a 64 MiB image, 40 MP3s of 2 MiB, 1000 small files. Full: an
-  // image and an MP3 set of an eighth of a partition each (at most 4 GiB, 300
-  // files of 4 MiB), 5000 small files.
+  // Both passes, fresh (the target discarded, mke2fs discarding too) and
+  // used (the target filled, file systems made without discarding), with
+  // the same sets. --quick: a 32 MiB image, 20 MP3s of 2 MiB, 500 small
+  // files. Full: an image and an MP3 set of an eighth of a partition each
+  // (at most 4 GiB, 300 files of 4 MiB), 5000 small files.
   ordered_json file_level() {
-    targets_.clear();  // the partitions are mounted: nothing may hold the disk exclusively
-    FileSets sets{64 * kAlign, 40, 2 * kAlign, 1000};
+    FileSets sets{32 * kAlign, 20, 2 * kAlign, 500};
     if (!o_.quick) {
       const uint64_t eighth = span_ / 2 / 8 / kAlign * kAlign;
       sets = {std::min<uint64_t>(eighth, 4ULL << 30), static_cast<uint32_t>(std::min<uint64_t>(300, eighth / (4 * kAlign))),
               4 * kAlign, 5000};
     }
-    ordered_json out;
-    {
-      const replay::Target t = replay::open_target(o_.target, false, o_.force);
-      out = run_file_level(t, sets, dir_, o_.record, stop_);
+    ordered_json out, passes = ordered_json::object();
+    for (const FileLevelPass& pass : {FileLevelPass{"fresh", true}, FileLevelPass{"used", false}}) {
+      ordered_json prepared = pass.discard ? ordered_json{{"discard", discard()}}
+                                           : ordered_json{{"fill", fill("file-used-fill.iot")}};
+      targets_.clear();  // the partitions are mounted: nothing may hold the disk exclusively
+      {
+        const replay::Target t = replay::open_target(o_.target, false, o_.force);
+        prepared.update(run_file_level(t, sets, dir_, pass, o_.record, stop_));
+      }
+      open();
+      if (stop_) throw Interrupted{};
+      passes[pass.name] = std::move(prepared);
     }
-    open();
-    if (stop_) throw Interrupted{};
+    // A row per step: both passes' figures and the drop.
+    ordered_json steps = ordered_json::array(), head = ordered_json::array();
+    const ordered_json& fresh = passes["fresh"]["steps"];
+    const ordered_json& used = passes["used"]["steps"];
+    for (size_t i = 0; i < fresh.size() && i < used.size(); ++i) {
+      auto figures = [](const ordered_json& s) {
+        return ordered_json{{"MBps", s["MBps"]}, {"duration_s", s["duration_s"]}, {"trace", s["trace"]}};
+      };
+      const double f = fresh[i]["MBps"], u = used[i]["MBps"];
+      const std::string name = fresh[i]["name"];
+      steps.push_back({{"name", name}, {"files", fresh[i]["files"]}, {"bytes", fresh[i]["bytes"]},
+                       {"fresh", figures(fresh[i])}, {"used", figures(used[i])}, {"drop_pct", drop_pct(f, u, true)}});
+      head.push_back(headline(name + ", fresh", f, "MB/s", true));
+      head.push_back(headline(name + ", used", u, "MB/s", true));
+    }
+    for (auto& [name, p] : passes.items()) p.erase("steps");
+    out["steps"] = steps;
+    out["passes"] = passes;
+    out["headline"] = head;
     out["sets"] = {{"iso_bytes", sets.iso_bytes}, {"mp3_files", sets.mp3_files}, {"mp3_bytes", sets.mp3_bytes},
                    {"program_files", sets.program_files}};
     out["recorded"] = static_cast<bool>(o_.record);
     return out;
   }
 
-  // Discards everything (the state a secure erase leaves), then fills the
-  // target sequentially so the read tests that follow read written blocks.
-  ordered_json secure_state() {
+  // Discards the whole span: the state a secure erase leaves. Returns {bytes, duration_s}.
+  ordered_json discard() {
     const int64_t t0 = replay::monotonic_ns();
     discard_all(targets_, span_);
-    const double discard_s = (replay::monotonic_ns() - t0) / 1e9;
-    Spec fill = fixed("sequential fill 128K QD32", 0, 128 << 10, 32, 1e9, 1);
+    return {{"bytes", span_}, {"duration_s", (replay::monotonic_ns() - t0) / 1e9}};
+  }
+
+  // One sequential pass of 128 KiB writes at QD32 over the span, into
+  // DIR/`trace`. Returns {trace, bytes, duration_s, MBps}.
+  ordered_json fill(const std::string& trace_name) {
     uint64_t at = 0;
-    PhaseTrace trace(dir_ + "/fill.iot", target(), test_, "fill", label());
+    PhaseTrace trace(dir_ + "/" + trace_name, target(), test_, "fill", label());
     const PhaseStats r = run_closed_loop(
         targets_, 32, 128 << 10,
         [&](replay::ReplayIo& io) {
@@ -551,29 +593,123 @@ class Review {
         INT64_MAX / 2, &trace, {}, &stop_);
     trace.close();
     if (stop_) throw Interrupted{};
+    return {{"trace", trace_name}, {"bytes", r.bytes}, {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
+  }
+
+  // Discards everything, then fills the target sequentially so the read
+  // tests that follow read written blocks.
+  ordered_json secure_state() {
     ordered_json out;
-    out["discard"] = {{"bytes", span_}, {"duration_s", discard_s}};
-    out["fill"] = {{"trace", "fill.iot"}, {"bytes", r.bytes}, {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
-    out["headline"] = ordered_json::array({headline("discard of the whole drive", discard_s, "s", false),
-                                           headline("sequential fill 128K QD32", r.MBps(), "MB/s", true)});
+    out["discard"] = discard();
+    out["fill"] = fill("fill.iot");
+    out["headline"] = ordered_json::array({headline("discard of the whole drive", out["discard"]["duration_s"], "s", false),
+                                           headline("sequential fill 128K QD32", out["fill"]["MBps"], "MB/s", true)});
+    return out;
+  }
+
+  // TechReport's fresh vs used, per test. Fresh: the whole target discarded;
+  // the write tests run on it as it is, then a sequential fill gives the read
+  // and mixed tests written blocks to read (a drive answers reads of
+  // discarded blocks without touching its flash). Used: then 4 KiB random
+  // writes at QD32 until steady state (bench precondition's rounds), and
+  // every test again, in the same order.
+  ordered_json fresh_vs_used() {
+    struct Measurement {
+      std::string name, unit;
+      ordered_json fresh, used;
+    };
+    std::vector<Measurement> m;
+    auto record = [&](const std::string& pass, const std::string& name, const std::string& unit, double value,
+                      const std::string& trace) {
+      auto it = std::find_if(m.begin(), m.end(), [&](const auto& x) { return x.name == name; });
+      if (it == m.end()) it = m.insert(m.end(), Measurement{name, unit, {}, {}});
+      (pass == "fresh" ? it->fresh : it->used) = {{"value", value}, {"trace", trace}};
+    };
+    auto closed_loop = [&](const std::string& pass, const std::string& part, const std::vector<Spec>& specs) {
+      const std::string trace = pass + "-" + part;
+      const ordered_json r = sweep(specs, trace);
+      // Reviews give sequential tests in MB/s, random ones in IOPS.
+      for (const auto& p : r["phases"]) {
+        const bool sequential = p["sequential_pct"].get<double>() >= 100;
+        record(pass, p["name"].get<std::string>(), sequential ? "MB/s" : "IOPS",
+               p[sequential ? "MBps" : "iops"].get<double>(), trace + ".iot");
+      }
+    };
+    auto replays = [&](const std::string& pass) {
+      for (const char* profile : {"storage-light", "storage-heavy"}) {
+        const ordered_json r = storage_bench(profile, scale_.fresh_ios, pass + "-" + profile);
+        record(pass, std::string(profile) + " average data rate", "MB/s", r["MBps"]["combined"].get<double>(),
+               r["trace"].get<std::string>());
+      }
+    };
+    const std::vector<Spec> writes = {fixed("4K random write QD32", 0, 4096, 32, scale_.fresh_s),
+                                      fixed("128K sequential write QD1", 0, 128 << 10, 1, scale_.fresh_s, 1)};
+    std::vector<Spec> reads = {fixed("4K random read QD32", 1, 4096, 32, scale_.fresh_s),
+                               fixed("128K sequential read QD1", 1, 128 << 10, 1, scale_.fresh_s, 1)};
+    for (auto db : profile_specs("database", scale_.fresh_s, [](const Phase& p) {
+           return std::lround(p.read_share * 100) == 70 && !p.qd.empty() && p.qd.front().low == 16;
+         })) {
+      db.name = "database 8K random, 70% reads, QD16";
+      reads.push_back(db);
+    }
+    ordered_json out;
+    out["discard"] = discard();
+    closed_loop("fresh", "writes", writes);
+    out["fill"] = fill("fill.iot");
+    closed_loop("fresh", "reads", reads);
+    replays("fresh");
+
+    PhaseTrace trace(dir_ + "/used-state.iot", target(), test_, "used state", label());
+    const int64_t t0 = replay::monotonic_ns();
+    const auto state = random_writes_to_steady_state(targets_, span_, 32, static_cast<int64_t>(scale_.used_round_s * kSecond),
+                                                     static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace,
+                                                     &stop_);
+    trace.close();
+    if (stop_) throw Interrupted{};
+    out["used_state"] = {{"trace", "used-state.iot"},
+                         {"duration_s", (replay::monotonic_ns() - t0) / 1e9},
+                         {"round_s", scale_.used_round_s},
+                         {"iops_per_round", state.iops_per_round},
+                         {"steady_state_reached", state.steady.reached}};
+    closed_loop("used", "writes", writes);
+    closed_loop("used", "reads", reads);
+    replays("used");
+
+    ordered_json list = ordered_json::array(), head = ordered_json::array();
+    for (const auto& x : m) {
+      const double fresh = x.fresh["value"], used = x.used["value"];
+      const double drop = drop_pct(fresh, used, true);
+      list.push_back({{"name", x.name}, {"unit", x.unit}, {"higher_is_better", true}, {"fresh", fresh},
+                      {"used", used}, {"drop_pct", drop}, {"fresh_trace", x.fresh["trace"]},
+                      {"used_trace", x.used["trace"]}});
+      head.push_back(headline(x.name + ", fresh", fresh, x.unit, true));
+      head.push_back(headline(x.name + ", used", used, x.unit, true));
+      head.push_back(headline(x.name + ", drop", drop, "%", false));
+    }
+    out["measurements"] = list;
+    out["headline"] = head;
     return out;
   }
 
   // A Storage Bench replay: the profile synthesized over the target, played
   // as fast as possible with its idle gaps capped at 25 ms, timed at the
   // device where BPF allows.
-  ordered_json storage_bench(const std::string& profile, uint64_t ios) {
+  // Files: DIR/`name`-workload.iot and DIR/`name`.iot; by default
+  // workload.iot and result.iot.
+  ordered_json storage_bench(const std::string& profile, uint64_t ios, const std::string& name = {}) {
+    const std::string workload_name = name.empty() ? "workload.iot" : name + "-workload.iot";
+    const std::string result_name = name.empty() ? "result.iot" : name + ".iot";
     SynthOptions so;
     so.seed = o_.seed;
     so.span = span_;
     so.ios = ios;
-    const std::string workload = dir_ + "/workload.iot";
+    const std::string workload = dir_ + "/" + workload_name;
     synthesize(load_profile(profile), so, workload);
     targets_.clear();  // the replay opens the target itself, exclusively
     replay::ReplayOptions ro;
     ro.traces = {workload};
     ro.targets = {o_.target};
-    ro.result = dir_ + "/result.iot";
+    ro.result = dir_ + "/" + result_name;
     ro.timing = replay::Timing::kAfap;
     ro.fit = replay::Fit::kWrap;
     ro.allow_write = true;
@@ -589,8 +725,8 @@ class Review {
     const auto rep = analysis::analyse(reader);
     const uint64_t rd = rep.op(Op::kRead).bytes, wr = rep.op(Op::kWrite).bytes;
     ordered_json out;
-    out["workload"] = {{"profile", profile}, {"ios", ios}, {"trace", "workload.iot"}};
-    out["trace"] = "result.iot";
+    out["workload"] = {{"profile", profile}, {"ios", ios}, {"trace", workload_name}};
+    out["trace"] = result_name;
     out["times"] = outcome.device_times ? "device" : "user";
     if (!outcome.device_times) out["times_reason"] = outcome.user_times_reason;
     out["ios"] = outcome.ios;
@@ -618,7 +754,7 @@ class Review {
     return out;
   }
 
-  // consistency, trim, fresh-vs-used: `iotape bench` at the suite's lengths.
+  // consistency, trim: `iotape bench` at the suite's lengths.
   ordered_json bench(const std::string& name) {
     BenchOptions b;
     b.target = o_.target;
@@ -629,8 +765,6 @@ class Review {
     b.label = label();
     b.duration_ns = (name == "consistency" ? scale_.consistency_s : scale_.trim_dirty_s) * kSecond;
     b.window_ns = scale_.consistency_window_s * kSecond;
-    b.workload = "storage-light";
-    b.workload_ios = scale_.fresh_ios;
     b.stop = &stop_;
     targets_.clear();
     ordered_json s = run_bench(name, b);
@@ -647,19 +781,12 @@ class Review {
       }
     };
     relative(s);
-    if (s.contains("workload") && s["workload"].is_string())
-      s["workload"] = fs::path(s["workload"].get<std::string>()).filename().string();
     ordered_json h = ordered_json::array();
     if (name == "consistency") {
       h.push_back(headline("steady state, mean", s["steady_window"]["mean_iops"], "IOPS", true));
-    } else if (name == "trim") {
+    } else {
       for (const auto& p : s["phases"]) h.push_back(headline("128K sequential write, " + p["name"].get<std::string>(),
                                                              p["MBps"], "MB/s", true));
-    } else {
-      const double fresh = s["fresh"]["MBps"], used = s["used"]["MBps"];
-      s["drop_pct"] = fresh > 0 ? 100.0 * (fresh - used) / fresh : 0.0;
-      h.push_back(headline("storage-light fresh", fresh, "MB/s", true));
-      h.push_back(headline("storage-light used", used, "MB/s", true));
     }
     s["headline"] = h;
     return s;
@@ -692,8 +819,8 @@ const TestInfo kTests[] = {
     {"alignment", "Alignment: 4 KiB random write, 4 KiB- vs 512 B-aligned", true},
     {"consistency", "Performance consistency: 4 KiB random write QD32 after a fill", true},
     {"trim", "TRIM: 128 KiB sequential write clean, dirty and after TRIM", true},
-    {"fresh-vs-used", "Fresh vs used: Storage Bench Light on a discarded and on a filled drive", true},
-    {"file-level", "File-level tests: an ISO image, MP3s and a program tree on ext4", true},
+    {"fresh-vs-used", "Fresh vs used: each test on a discarded drive and on a used one", true},
+    {"file-level", "File-level tests, fresh and used: an ISO image, MP3s and a program tree on ext4", true},
 };
 
 const TestInfo& info(const std::string& name) {
@@ -716,9 +843,15 @@ double estimate(const std::string& name, const Scale& s, uint64_t bytes, bool qu
   if (name == "alignment") return 2 * s.align_s;
   if (name == "consistency") return fill + s.consistency_s;
   if (name == "trim") return 3 * fill + s.trim_dirty_s + 2;
-  if (name == "fresh-vs-used") return fill + 2 * s.fresh_ios * kLightSecondsPerIo;
-  // file-level: mkfs, then each set written once and read or copied three times
-  return quick ? 25 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) + std::min(bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
+  // fresh-vs-used: five closed-loop tests and two replays per pass, a fill,
+  // and the used state at its longest.
+  if (name == "fresh-vs-used")
+    return 1 + fill + 2 * (5 * s.fresh_s + s.fresh_ios * (kLightSecondsPerIo + kHeavySecondsPerIo)) + s.used_max_s;
+  // file-level, per pass: mkfs, then each set written once and read or
+  // copied three times; the used pass fills the target first.
+  const double pass = quick ? 3 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) +
+                                             std::min(bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
+  return 1 + 2 * pass + fill;
 }
 
 std::string minutes(double s) {
