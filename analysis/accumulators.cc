@@ -33,9 +33,10 @@ void Sequential::add(const Io& io) {
 }
 
 void OpLatency::add(const Io& io) {
-  if (io.has_complete()) d2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.issue_ns)));
+  const int64_t start = io.device_start_ns();
+  if (io.has_complete()) d2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - start)));
   if (io.has_queue()) {
-    q2d.add(static_cast<uint64_t>(std::max<int64_t>(0, io.issue_ns - io.queue_ns)));
+    q2d.add(static_cast<uint64_t>(std::max<int64_t>(0, start - io.queue_ns)));
     if (io.has_complete()) q2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.queue_ns)));
   }
 }
@@ -118,9 +119,9 @@ void PhaseResults::add(const Io& io, uint64_t position, int64_t end_ns) {
   if (k < 0) return;
   Figures& f = figures_[static_cast<size_t>(k)];
   f.add(io, end_ns);
-  busy_[static_cast<size_t>(k)].add(io.issue_ns, end_ns);
+  if (!io.never_issued()) busy_[static_cast<size_t>(k)].add(io.issue_ns, end_ns);
   if ((io.op == Op::kRead || io.op == Op::kWrite) && io.has_complete())
-    f.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.issue_ns)));
+    f.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.device_start_ns())));
 }
 
 std::vector<PhaseResults::Figures> PhaseResults::figures() const {

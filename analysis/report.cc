@@ -72,9 +72,11 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
         ++r.devices;
       }
 
-      busy.add(io.issue_ns, end);
-      if (io.op == Op::kRead) read_busy.add(io.issue_ns, end);
-      if (io.op == Op::kWrite) write_busy.add(io.issue_ns, end);
+      if (!io.never_issued()) {
+        busy.add(io.issue_ns, end);
+        if (io.op == Op::kRead) read_busy.add(io.issue_ns, end);
+        if (io.op == Op::kWrite) write_busy.add(io.issue_ns, end);
+      }
 
       r.latency[static_cast<int>(io.op)].add(io);
       r.queue_depth.add(io);

@@ -20,7 +20,7 @@ void QueueDepth::add(const Io& io) {
   ++ios_;
   sum_ += qd;
   max_ = std::max(max_, qd);
-  if (io.has_complete() && io.complete_ns > io.issue_ns) outstanding_.push(io.complete_ns);
+  if (io.has_complete() && io.complete_ns > io.device_start_ns()) outstanding_.push(io.complete_ns);
 }
 
 }  // namespace iotape::stats

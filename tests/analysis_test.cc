@@ -118,6 +118,48 @@ TEST_CASE("histogram percentiles are within the documented bound of exact ones, 
   for (double p : {1.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0}) check_within_bound(a.percentile(p), exact_percentile(values, p));
 }
 
+// An fsync of a block device: the flush machinery issues a flush request of
+// its own and completes the empty pre-flush write without issuing it (record
+// and the blktrace importers give that write its queue time as issue time).
+// The device was busy only for the flush request, as the blk tracer's D and C
+// events and a replay result (an instant at the completion) have it.
+TEST_CASE("an fsync's empty write the device never saw adds no busy time and no queue depth") {
+  test::TempDir dir;
+  const std::string path = dir.file("fsync.iot");
+  {
+    TraceWriter w(path, v1::TraceHeader());
+    w.add_device(device(8, 0));
+    // ns:      0    100   112        160 166
+    // R read   [---------)                        0..100
+    // P empty pre-flush write, queued at 100, never issued, completed at 166
+    // F its flush request                [--)     112..160 (D..C)
+    // W write                      140..200
+    w.append(io_of(Op::kRead, 0, 100, 0, 4096, 10, "fio"));
+    Io p = io_of(Op::kWrite, 100, 166, 0, 0, 10, "iou-wrk-10");
+    p.queue_ns = 100;
+    p.flags = flag::kPreflush | flag::kSync;
+    w.append(p);
+    w.append(io_of(Op::kFlush, 112, 160, 0, 0));
+    w.append(io_of(Op::kWrite, 140, 200, 8192, 4096, 10, "fio"));
+    w.close();
+  }
+  TraceReader reader(path);
+  const Report r = analyse(reader);
+  REQUIRE(r.ios == 4);
+  // [0,100) + [112,200): the gap 100..112, while the flush request was being
+  // dispatched, was idle. Counting the write from its queue time made it 200.
+  CHECK(r.busy_ns == 100 + 88);
+  CHECK(r.write_busy_ns == 60);
+  // The flush request saw one IO outstanding (itself), the write two (the
+  // flush request); the empty write none.
+  CHECK(r.queue_depth.buckets() == std::array<uint64_t, 8>{3, 1, 0, 0, 0, 0, 0, 0});
+  // Its device latency is nothing; it waited queue to completion.
+  const auto& writes = r.latency[static_cast<int>(Op::kWrite)];
+  CHECK(writes.d2c.count() == 2);
+  CHECK(writes.d2c.min() == 0);
+  CHECK(writes.q2d.max() == 66);
+}
+
 TEST_CASE("report on a hand-made trace") {
   test::TempDir dir;
   const std::string path = dir.file("hand.iot");

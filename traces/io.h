@@ -53,6 +53,19 @@ struct Io {
   bool has_queue() const { return queue_ns != kNoTime; }
   bool has_complete() const { return complete_ns != kNoTime; }
   uint64_t end() const { return offset + length; }
+
+  // An fsync's empty pre-flush write that the flush machinery completed
+  // without issuing it to the device (recorded with its queue time as issue
+  // time; its flush requests are IOs of their own). It kept the device busy
+  // for no time: busy time, queue depth and device latency treat it as an
+  // instant at its completion, as replay results record it.
+  bool never_issued() const {
+    return op == Op::kWrite && length == 0 && (flags & flag::kPreflush) && has_queue() && has_complete() &&
+           issue_ns == queue_ns;
+  }
+  // When the device started on it: the issue time, or the completion of an
+  // IO it never saw.
+  int64_t device_start_ns() const { return never_issued() ? complete_ns : issue_ns; }
 };
 
 }  // namespace iotape

@@ -160,7 +160,7 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
     for (size_t i = first; static_cast<int64_t>(i) * length_ns < std::max(end, start + 1); ++i) {
       const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns);
       const int64_t hi = std::min(end, static_cast<int64_t>(i + 1) * length_ns);
-      if (hi > lo) open[i].add(lo, hi);
+      if (hi > lo && !io.never_issued()) open[i].add(lo, hi);
       window(i);
     }
   }

@@ -75,13 +75,17 @@ FROM picked ORDER BY op, name
 
 # Disk busy time per device: the length of the union of the [issue, end)
 # intervals of its IOs, where end is the completion (never before the issue)
-# or, without one, the issue itself. Islands of overlapping intervals start
-# where an IO begins after every earlier one has ended. Also only reads' and
-# only writes' intervals.
+# or, without one, the issue itself. An fsync's empty pre-flush write that
+# the device never saw (issue time = queue time; its flush requests are rows
+# of their own) counts for nothing, as in `iotape report`. Islands of
+# overlapping intervals start where an IO begins after every earlier one has
+# ended. Also only reads' and only writes' intervals.
 BUSY_TIME = """
 WITH iv AS (
   SELECT device, op::VARCHAR AS op, issue_ns AS s, greatest(coalesce(complete_ns, issue_ns), issue_ns) AS e
   FROM ios
+  WHERE NOT (op::VARCHAR = 'write' AND length = 0 AND (flags & 4) <> 0 AND complete_ns IS NOT NULL
+             AND coalesce(queue_ns = issue_ns, false))
 ),
 sel AS (
   SELECT device, 'all' AS kind, s, e FROM iv

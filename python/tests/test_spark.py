@@ -16,7 +16,9 @@ from iotape import parquet
 # Busy time per trace and device: the union of [issue, end) intervals, as in
 # python/examples/duckdb_queries.py, in Spark SQL.
 BUSY_SQL = """
-WITH iv AS (SELECT name, device, issue_ns AS s, greatest(coalesce(complete_ns, issue_ns), issue_ns) AS e FROM ios),
+WITH iv AS (SELECT name, device, issue_ns AS s, greatest(coalesce(complete_ns, issue_ns), issue_ns) AS e FROM ios
+            WHERE NOT (op = 'write' AND length = 0 AND (flags & 4) <> 0 AND complete_ns IS NOT NULL
+                       AND coalesce(queue_ns = issue_ns, false))),
 marked AS (SELECT name, device, s, e, max(e) OVER (PARTITION BY name, device ORDER BY s, e
                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS ended FROM iv),
 islands AS (SELECT name, device, s, e, sum(CASE WHEN ended IS NULL OR s > ended THEN 1 ELSE 0 END)
