@@ -21,7 +21,8 @@ void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns,
                    uint64_t replayed_qd) {
   ++ios_;
   if (replayed.status != 0) ++errors_;
-  recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
+  // The recording's figures as `report` computes them (see Io::never_issued).
+  if (!io.rec_never_issued) recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
   if (replayed.has_complete()) {
     replayed_intervals_.emplace(replayed.issue_ns, replayed.complete_ns);
     if (replayed_intervals_.size() > kBusyWindow) {
@@ -57,7 +58,7 @@ void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns,
   }
   recorded_qd_.add(recorded_counted_ + 1);
   replayed_qd_.add(replayed_qd);
-  const bool counted = io.rec_complete_ns > io.rec_time_ns;
+  const bool counted = !io.rec_never_issued && io.rec_complete_ns > io.rec_time_ns;
   recorded_pending_.push({io.rec_complete_ns, io.source_index, counted});
   recorded_counted_ += counted;
 }

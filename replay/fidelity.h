@@ -8,7 +8,11 @@
 //   go in recorded order; the target was slower than the recording) and the
 //   replayer's own lateness (ready, not yet submitted);
 // - busy time (union of issue-to-completion intervals), recorded and
-//   replayed: how much slower or faster the target was;
+//   replayed: how much slower or faster the target was; both over the
+//   replayed IOs (not the kernel's flush requests, which replayed fsyncs make
+//   anew), an fsync's empty write the device never saw an instant in the
+//   recording as in the replay (Io::never_issued), for busy time and queue
+//   depth alike;
 // - inter-arrival error: |replayed gap - intended gap| between consecutive IOs;
 // - queue depth at issue, recorded and replayed, in the review buckets;
 // - reorder count (RFC 4737 Type-P-Reordered) of completions against issue

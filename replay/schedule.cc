@@ -126,6 +126,7 @@ bool Schedule::next(ReplayIo& out) {
     out.flags = io->flags;
     out.rec_time_ns = event_time(*io, o_.events);
     out.rec_complete_ns = io->has_complete() ? io->complete_ns : out.rec_time_ns;
+    out.rec_never_issued = io->never_issued();
     timeline_.add(out.rec_time_ns, io->has_complete() ? io->complete_ns : kNoTime, out.due_ns, out.idle_ns);
     return true;
   }

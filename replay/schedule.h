@@ -26,6 +26,7 @@ struct ReplayIo {
   int64_t idle_ns = 0;        // afap: pause after the replay drains, before this IO (a recorded idle gap)
   int64_t rec_time_ns = 0;    // recorded issue (or queue) time, trace clock
   int64_t rec_complete_ns = 0;  // recorded completion; the recorded time when unknown
+  bool rec_never_issued = false;  // Io::never_issued() as recorded: no busy time, never outstanding
   uint64_t offset = 0;        // on the target
   uint64_t length = 0;
   uint32_t target = 0;

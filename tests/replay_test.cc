@@ -339,10 +339,18 @@ TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts
     io.source_index = i;
     io.rec_time_ns = t;
     io.rec_complete_ns = rng() % 10 == 0 ? t : t + static_cast<int64_t>(rng() % 40) * 1000;
-    fidelity.add(io, Io{}, 0, 0, 1);
     Io rec;
     rec.issue_ns = io.rec_time_ns;
     rec.complete_ns = io.rec_complete_ns;
+    if (i % 50 == 7) {  // an fsync's empty write the device never saw: outstanding for nobody
+      rec.op = Op::kWrite;
+      rec.length = 0;
+      rec.flags = flag::kPreflush;
+      rec.queue_ns = rec.issue_ns;
+      rec.complete_ns = io.rec_complete_ns = t + 30'000;
+      io.rec_never_issued = true;
+    }
+    fidelity.add(io, Io{}, 0, 0, 1);
     qd.add(rec);
     completions.emplace_back(io.rec_complete_ns, i);
   }
@@ -357,6 +365,29 @@ TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts
   CHECK(s.recorded_qd_mean == qd.mean());
   CHECK(s.recorded_reorders == reorders);
   CHECK(reorders > 0);
+}
+
+TEST_CASE("replay fidelity: the recorded busy time counts no time for an fsync's empty write the device never saw") {
+  // A read at 0-100, an empty pre-flush write queued at 100 and completed by
+  // the flush machinery at 166 (its flush request, a separate IO, at 112-160),
+  // a write at 200-250: busy 100 + 48 + 50, as `report` counts it.
+  replay::Fidelity fidelity(false);
+  const auto add = [&](uint64_t index, int64_t start, int64_t end, bool never_issued) {
+    replay::ReplayIo io;
+    io.source_index = index;
+    io.rec_time_ns = start;
+    io.rec_complete_ns = end;
+    io.rec_never_issued = never_issued;
+    fidelity.add(io, Io{}, 0, 0, 1);
+  };
+  add(0, 0, 100, false);
+  add(1, 100, 166, true);
+  add(2, 112, 160, false);
+  add(3, 200, 250, false);
+  const auto s = fidelity.summary();
+  CHECK(s.recorded_busy_ns == 198);
+  // Queue depth at issue: 1, 1 (the read completed at 100), 1 (the empty write is outstanding for nobody), 1.
+  CHECK(s.recorded_qd[0] == 4);
 }
 
 TEST_CASE("options parse their text forms") {
