@@ -77,10 +77,8 @@ void IssueOrder::release(int64_t before_ns, const IoSink& emit, bool drain) {
       std::push_heap(runs_.begin(), runs_.end(), after);
       continue;
     }
-    if (spare_.size() < 2) {
-      run.ios.clear();
-      spare_.push_back(std::move(run.ios));
-    }
+    run.ios.clear();
+    spare_.push_back(std::move(run.ios));
     runs_.pop_back();
   }
 }

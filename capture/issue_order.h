@@ -51,7 +51,10 @@ class IssueOrder {
   uint64_t sealed_ = 0;
   std::vector<Io> open_;
   std::vector<Run> runs_;                // a heap: the run whose front goes out next on top
-  std::vector<std::vector<Io>> spare_;   // emptied runs' vectors: their pages are already mapped
+  // Emptied runs' vectors, all kept: their pages are already mapped (a fresh
+  // vector's page faults cost the recorder 8% of its CPU), and there are never
+  // more of them than runs held at once.
+  std::vector<std::vector<Io>> spare_;
   NameInterner names_;
 };
 
