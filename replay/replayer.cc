@@ -154,6 +154,19 @@ constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished 
 // recording at queue depth 1 (measured: 20 us keeps a QD1 capture's duration,
 // 5-10 us does not).
 constexpr int64_t kPollNs = 20'000;
+// With this many IOs in flight the device has work for longer than a
+// wake-up takes: the replayer sleeps for the next completion instead, and
+// leaves the CPU to a device that needs it (a loop device's worker). Polling
+// at any depth cost afap QD32 on a tmpfs loop device 3.2 us of CPU per IO
+// (fio: 2.1) and was no faster.
+constexpr uint64_t kPollMaxInFlight = 8;
+// IOs per submission, unless they were recorded at one instant (a plug or an
+// io_submit batch, replayed as one): io_uring plugs a submission of more than
+// two, and the block layer then holds every request of it until the last is
+// built while a fast device drains (afap QD32, tmpfs loop device:
+// queue-to-dispatch p50 19 us and the device idle 18% of the time, against
+// fio's 0.3 us and 2%; fio submits one IO per system call).
+constexpr size_t kSubmitMax = 2;
 // A deadline is slept for up to this long before it, then polled for: a
 // timer wakes the thread 10-60 us late on this kind of VM.
 constexpr int64_t kLeadNs = 30'000;
@@ -404,6 +417,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   int64_t next_progress = start + 1'000'000'000;
   auto is_done = [&](uint64_t seq) { return seq < head || slots[seq % kSlots].done; };
   std::vector<uint32_t> pending;  // slots prepared, not yet submitted
+  int64_t pending_rec_ns = 0;     // the recorded issue time of the last of them
   auto submit_pending = [&] {
     if (pending.empty()) return;
     const int64_t t = engine.submit();
@@ -419,7 +433,12 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     }
     int64_t now = monotonic_ns();
     int64_t wake = INT64_MAX;  // when the next IO becomes due
+    bool more_due = false;     // IOs due now wait for the next submission
     while (have_next) {
+      if (pending.size() >= kSubmitMax && next.rec_time_ns != pending_rec_ns) {
+        more_due = true;
+        break;
+      }
       if (next_seq - head == kSlots || in_flight >= limit || (o.qd == 0 && !deps.ready(next.rec_time_ns, is_done))) {
         next_held = true;
         break;
@@ -435,13 +454,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         wake = due;
         break;
       }
-      // Every IO due by now goes in one submission: a system call per IO
-      // would add its cost to each (on this kind of VM 1-2 us, a fast
-      // device's tenth) and fall behind a recording whose application
-      // submitted in batches. Preparing the next IO costs less than
-      // submitting the ones before it.
-      // Nothing is reaped until the submission, so the IOs counted here are
-      // exactly those in flight when it is submitted.
+      // IOs due by now go kSubmitMax to a system call. Nothing is reaped
+      // until the submission, so the IOs counted here are exactly those in
+      // flight when it is submitted.
       // IOs go in recorded order: one that waited holds back those after it.
       const int64_t ready = std::max(next_held ? std::max(due, last_reap) : due, last_ready);
       last_ready = ready;
@@ -450,6 +465,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       next_held = false;
       engine.prepare(next, slot);
       pending.push_back(slot);
+      pending_rec_ns = next.rec_time_ns;
       if (o.qd == 0) deps.issued(next.rec_complete_ns, next_seq);
       ++next_seq;
       ++in_flight;
@@ -489,11 +505,12 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
       continue;  // completions may have unblocked the next IO
     }
 
+    if (more_due) continue;
     if (in_flight == 0 && wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
     // With IOs in flight and nothing due, the next completion is the next
     // event: wait for it without a timer (a signal interrupts the wait).
     int64_t deadline = wake == INT64_MAX ? (in_flight > 0 ? INT64_MAX : now + 100'000'000) : wake;
-    int64_t poll = in_flight > 0 ? kPollNs : 0;
+    int64_t poll = in_flight > 0 && in_flight < kPollMaxInFlight ? kPollNs : 0;
     if (wake != INT64_MAX) {
       if (wake - now <= kLeadNs)
         poll = wake - now;  // close: poll to the deadline
