@@ -856,8 +856,11 @@ TEST_CASE("a full file system ends the capture with a valid trace", "[record]") 
   } unmount{mnt};
   LoopDevice loop(64u << 20);
   Recording rec("ebpf", loop.path(), mnt + "/t.iot", dir.file("record.log"), {"--flush-interval", "100ms"});
+  // At a fixed rate, so that the first flushes fit in the file system and
+  // it fills over seconds (unthrottled, one 100 ms flush of a tmpfs loop
+  // device's IOs could exceed 128 KiB by itself and leave no IO to check).
   Process fio({"fio", "--name=full", "--filename=" + loop.path(), "--direct=1", "--ioengine=io_uring", "--thread",
-               "--rw=randrw", "--bs=4k", "--iodepth=8", "--time_based", "--runtime=60"},
+               "--rw=randrw", "--bs=4k", "--iodepth=8", "--rate_iops=10000", "--time_based", "--runtime=60"},
               dir.file("fio.log"));
   for (int t = 0; t < 600 && rec.process().running(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fio.signal(SIGTERM);
