@@ -46,6 +46,8 @@ struct DeviceTimesStats {
   uint64_t extra_requests = 0;     // further flush requests, written as IOs of their own
   uint64_t unclaimed_requests = 0; // requests of this process no IO claimed
   uint64_t dropped = 0;            // events the observer lost (ring buffer full)
+  uint64_t uncompleted = 0;        // requests whose completion the kernel never handed to the
+                                   // observer's programs (capture/iotrace.bpf.c): their IOs are untimed
 };
 
 class DeviceTimes {
@@ -70,6 +72,9 @@ class DeviceTimes {
 
   // Names the devices watched, for the result header: "loop3 (7:3)".
   std::string describe() const;
+  // Stops watching, so that stats() counts every request whose completion
+  // never came. REQUIRES: the last join() is done.
+  void finish();
   DeviceTimesStats stats() const;
 
  private:

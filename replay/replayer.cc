@@ -538,6 +538,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   writer.set_metadata("replay.cpu_ns", std::to_string(out.cpu_ns));
   writer.set_metadata("replay.host_cpu_busy", fmt::format("{:.4f}", out.host_cpu_busy));
   if (device) {
+    device->finish();
     out.device = device->stats();
     writer.set_metadata("replay.device_timed_ios", std::to_string(out.device.timed));
     writer.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));
@@ -546,6 +547,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
     writer.set_metadata("replay.device_extra_requests", std::to_string(out.device.extra_requests));
     writer.set_metadata("replay.device_unclaimed_requests", std::to_string(out.device.unclaimed_requests));
     writer.set_metadata("replay.device_dropped_events", std::to_string(out.device.dropped));
+    writer.set_metadata("replay.device_uncompleted_requests", std::to_string(out.device.uncompleted));
   }
   for (const auto& [k, v] : out.fidelity.metadata()) writer.set_metadata(k, v);
   if (o.prefill != Prefill::kNone) writer.set_metadata("replay.prefilled_bytes", std::to_string(out.prefilled_bytes));

@@ -810,23 +810,32 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   TraceReader rr(result);
   const auto& late = rr.index()->metadata();  // keys set after the first chunk live in the index
   const auto& early = rr.header().metadata();
-  const std::string key = "replay.device_untimed_ios";
-  CHECK((late.count(key) ? late.at(key) : early.at(key)) == "0");
+  const auto meta = [&](const std::string& key) { return std::stoull(late.count(key) ? late.at(key) : early.at(key)); };
+  // The kernel does not hand every completion to BPF programs (about one in
+  // 10,000 to 100,000 on a loop device; capture/iotrace.bpf.c): an IO whose
+  // request's completion was not seen is untimed, and only then.
+  const uint64_t untimed = meta("replay.device_untimed_ios"), uncompleted = meta("replay.device_uncompleted_requests");
+  INFO("untimed IOs " << untimed << ", requests whose completion the kernel did not deliver " << uncompleted);
+  CHECK((untimed == 0 || uncompleted > 0));
+  CHECK(untimed <= ios.size() / 100);
   const auto out = read_all(result);
-  size_t fsync_ios = 0, flush_ios = 0;
+  size_t fsync_ios = 0, flush_ios = 0, without_completion = 0;
   for (const auto& io : out) {
-    REQUIRE(io.has_complete());
-    if (io.op == Op::kFlush) ++flush_ios;
-    if (io.op == Op::kWrite && io.length == 0) {
-      ++fsync_ios;
-      CHECK(io.issue_ns == io.complete_ns);  // never issued to the device: an instant
+    if (io.op == Op::kWrite && io.length == 0) ++fsync_ios;
+    if (!io.has_complete()) {
+      ++without_completion;
+      continue;
     }
+    if (io.op == Op::kFlush) ++flush_ios;
+    if (io.op == Op::kWrite && io.length == 0) CHECK(io.issue_ns == io.complete_ns);  // never issued: an instant
   }
+  CHECK(without_completion == untimed);
   CHECK(fsync_ios == fsyncs);
   INFO("flush requests completed by the device: " << flushes);
   CHECK(flushes > 0);
   CHECK(flushes < fsyncs);  // the kernel shared them, or this test shows nothing
-  CHECK(flush_ios == flushes);
+  CHECK(flush_ios <= flushes);
+  CHECK(flush_ios + uncompleted >= flushes);
 }
 
 // The result's times are the block layer's: the busy time `report` computes
