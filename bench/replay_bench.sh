@@ -7,7 +7,8 @@
 # afap:  4 KiB random reads at QD32 and QD1 on a tmpfs-backed loop device:
 #        iotape replay --timing afap --qd N (--times device and --times user)
 #        vs fio io_uring randread, IOPS and CPU per IO (usr+sys; fio's from
-#        its JSON), 5 rounds, alternating, medians.
+#        its JSON), 5 rounds, alternating, medians; and --times device vs fio
+#        with bench/hook_floor --clock attached (the observer's hook floor).
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
 #        fio. Issue-time error per IO is measured for both tools alike by a
@@ -20,13 +21,16 @@ B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|timed|all]}")
 WHAT=${2:-all}
 IOTAPE=$B/cli/iotape
 GEN=$B/bench/replay_gen
+HOOK_FLOOR=$B/bench/hook_floor
 W=$(mktemp -d /tmp/iotape-replay-bench-XXXXXX)
 DISK=$(mktemp /dev/shm/iotape-replay-bench-XXXXXX)
 truncate -s 1G "$DISK"
 LOOP=$(losetup -f --show "$DISK")
 BPF_PID=
+FLOOR_PID=
 cleanup() {
   [ -n "$BPF_PID" ] && kill "$BPF_PID" 2>/dev/null && wait "$BPF_PID" 2>/dev/null
+  [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
   losetup -d "$LOOP"
   rm -f "$DISK"
   rm -rf "$W"
@@ -54,9 +58,26 @@ if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
         awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/iotape-$TIMES.iops"
         awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/iotape-$TIMES.cpu"
       done
-      nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
-        --iodepth=$QD --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 \
-        --output-format=json > "$W/fio.json"
+      fio_afap() {
+        nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+          --iodepth=$QD --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 \
+          --output-format=json > "$W/fio.json"
+      }
+      # fio with bench/hook_floor --clock attached: programs that only read
+      # the clock on the observer's three tracepoints, the most a replay
+      # timed at the device can reach here (its floor, as in record_overhead.py).
+      "$HOOK_FLOOR" --clock > "$W/hook_floor.log" 2>&1 &
+      FLOOR_PID=$!
+      until grep -q "hook_floor: attached" "$W/hook_floor.log"; do
+        kill -0 $FLOOR_PID 2>/dev/null || { cat "$W/hook_floor.log" >&2; exit 1; }
+        sleep 0.1
+      done
+      fio_afap
+      kill -INT $FLOOR_PID
+      wait $FLOOR_PID || true
+      FLOOR_PID=
+      python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' "$W/fio.json" >> "$W/fio-hooks.iops"
+      fio_afap
       python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' "$W/fio.json" >> "$W/fio.iops"
       # fio's CPU: usr + sys percent of the job's run time, per IO.
       python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]
@@ -69,6 +90,9 @@ print((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6 / j["read"]["
       echo "afap 4K randread QD$QD: iotape --times $TIMES $(paste -sd' ' "$W/iotape-$TIMES.iops") IOPS"
       python3 -c "print('afap QD$QD median: iotape --times $TIMES %.0f IOPS, fio %.0f IOPS, ratio %.3f; CPU per IO iotape %.0f ns, fio %.0f ns' % ($I, $F, $I / $F, $IC, $FC))"
     done
+    FH=$(median < "$W/fio-hooks.iops"); I=$(median < "$W/iotape-device.iops")
+    echo "afap 4K randread QD$QD: fio with the hooks+clock floor attached $(paste -sd' ' "$W/fio-hooks.iops") IOPS"
+    python3 -c "print('afap QD$QD median: iotape --times device %.0f IOPS, fio under the hooks+clock floor %.0f IOPS, ratio %.3f' % ($I, $FH, $I / $FH))"
   done
 fi
 
