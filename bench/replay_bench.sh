@@ -43,6 +43,13 @@ echo "device $LOOP on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# fio's afap run of $N 4 KiB random reads at depth $QD, its JSON in fio.json.
+fio_afap() {
+  nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+    --iodepth=$QD --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 \
+    --output-format=json > "$W/fio.json"
+}
+
 if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
   for QD in 32 1; do
     N=$((QD == 1 ? 150000 : 400000))
@@ -58,11 +65,6 @@ if [ "$WHAT" = afap ] || [ "$WHAT" = all ]; then
         awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/iotape-$TIMES.iops"
         awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/iotape-$TIMES.cpu"
       done
-      fio_afap() {
-        nice -n -20 fio --name=afap --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
-          --iodepth=$QD --fixedbufs --registerfiles --number_ios=$N --size=1G --norandommap --randrepeat=0 \
-          --output-format=json > "$W/fio.json"
-      }
       # fio with bench/hook_floor --clock attached: programs that only read
       # the clock on the observer's three tracepoints, the most a replay
       # timed at the device can reach here (its floor, as in record_overhead.py).

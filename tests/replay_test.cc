@@ -127,35 +127,12 @@ class BlkTrace {
 
   // Each request's issue (D) to completion (C), in nanoseconds of the
   // tracer's clock (printed to the microsecond), matched by op and range.
-  std::vector<std::pair<int64_t, int64_t>> requests() const {
-    std::map<std::tuple<char, uint64_t, uint64_t>, std::queue<int64_t>> issued;
-    std::vector<std::pair<int64_t, int64_t>> out;
-    for (const Event& e : events()) {
-      const auto key = std::make_tuple(e.op, e.offset, e.length);
-      if (e.action == 'D') {
-        issued[key].push(e.time_ns);
-      } else if (auto it = issued.find(key); e.action == 'C' && it != issued.end() && !it->second.empty()) {
-        out.emplace_back(it->second.front(), e.time_ns);
-        it->second.pop();
-      }
-    }
-    return out;
-  }
+  std::vector<std::pair<int64_t, int64_t>> requests() const { return spans('D', 'C'); }
 
-  // Each request's wait from its queueing (Q) to its issue (D), in
-  // nanoseconds, matched by op and range.
+  // Each request's wait from its queueing (Q) to its issue (D), in nanoseconds.
   std::vector<int64_t> queue_waits() const {
-    std::map<std::tuple<char, uint64_t, uint64_t>, std::queue<int64_t>> queued;
     std::vector<int64_t> out;
-    for (const Event& e : events()) {
-      const auto key = std::make_tuple(e.op, e.offset, e.length);
-      if (e.action == 'Q') {
-        queued[key].push(e.time_ns);
-      } else if (auto it = queued.find(key); e.action == 'D' && it != queued.end() && !it->second.empty()) {
-        out.push_back(e.time_ns - it->second.front());
-        it->second.pop();
-      }
-    }
+    for (const auto& [queued, issued] : spans('Q', 'D')) out.push_back(issued - queued);
     return out;
   }
 
@@ -165,6 +142,22 @@ class BlkTrace {
     uint64_t offset, length;
     int64_t time_ns;
   };
+  // Each `from` event's time and that of the next `to` event of the same op
+  // and range.
+  std::vector<std::pair<int64_t, int64_t>> spans(char from, char to) const {
+    std::map<std::tuple<char, uint64_t, uint64_t>, std::queue<int64_t>> open;
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const Event& e : events()) {
+      const auto key = std::make_tuple(e.op, e.offset, e.length);
+      if (e.action == from) {
+        open[key].push(e.time_ns);
+      } else if (auto it = open.find(key); e.action == to && it != open.end() && !it->second.empty()) {
+        out.emplace_back(it->second.front(), e.time_ns);
+        it->second.pop();
+      }
+    }
+    return out;
+  }
   std::vector<Event> events() const {
     std::vector<Event> out;
     std::istringstream in(read_file(kDir + "/trace"));
