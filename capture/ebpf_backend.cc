@@ -24,6 +24,10 @@ namespace iotape::capture {
 namespace {
 
 constexpr uint64_t kDefaultBuffer = 16u << 20;
+// Records in the smallest ring of one CPU.
+constexpr uint32_t kMinRing = 512;
+// Records read from a ring between two releases of their space to the programs.
+constexpr uint32_t kReleaseEvery = 256;
 // In-flight slots for all devices (80 bytes each): a loop device needs 256,
 // an NVMe drive 2,046 per hardware queue. Devices beyond it use the hash table.
 constexpr uint32_t kMaxSlots = 1u << 17;
@@ -106,11 +110,17 @@ class EbpfBackend final : public Backend {
                               false);
     if (!merge.exists) bpf_program__set_autoload(skel_->progs.block_rq_merge, false);
     detail_ = io_start.exists ? "ebpf:tp_btf" : "ebpf:tp_btf+fentry";
-    uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
-    uint64_t pow2 = 4096;  // a ring buffer is a power-of-two number of pages
-    while (pow2 < buffer) pow2 <<= 1;
-    bpf_map__set_max_entries(skel_->maps.events, static_cast<uint32_t>(pow2));
-    skel_->rodata->wakeup_bytes = pow2 / 4;
+    // The buffer is shared out among the CPUs' rings, a power of two records each.
+    ncpus_ = libbpf_num_possible_cpus();
+    if (ncpus_ <= 0) fail("cannot count the CPUs", ncpus_);
+    const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
+    ring_size_ = kMinRing;
+    while (uint64_t{ring_size_} * 2 * sizeof(iotrace_event) * static_cast<uint64_t>(ncpus_) <= buffer &&
+           ring_size_ < (1u << 24))
+      ring_size_ *= 2;
+    skel_->rodata->ring_size = ring_size_;
+    bpf_map__set_max_entries(skel_->maps.records, ring_size_ * static_cast<uint32_t>(ncpus_));
+    bpf_map__set_max_entries(skel_->maps.rings, static_cast<uint32_t>(ncpus_));
     const std::vector<iotrace_device> layout = slot_layout(o.devices);
     bpf_map__set_max_entries(skel_->maps.slots, std::max<uint32_t>(slot_count_, 1));
     if (int err = iotrace_bpf__load(skel_))
@@ -125,11 +135,15 @@ class EbpfBackend final : public Backend {
     if (int err = iotrace_bpf__attach(skel_)) fail("cannot attach the BPF program", err);
     ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), on_event, this, nullptr);
     if (!ring_) fail("cannot open the ring buffer", -errno);
-    ncpus_ = libbpf_num_possible_cpus();
-    // Read-only views: the ring buffer's consumer and producer pages, and the slot array.
+    // Read-only views: the ring buffer's consumer and producer pages, the
+    // records and the slot array; the rings' positions are written too (tail).
     page_ = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     positions_ = ::mmap(nullptr, 2 * page_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.events), 0);
     if (positions_ == MAP_FAILED) fail("cannot map the ring buffer's positions", -errno);
+    records_ = ::mmap(nullptr, records_bytes(), PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.records), 0);
+    if (records_ == MAP_FAILED) fail("cannot map the completion records", -errno);
+    rings_ = ::mmap(nullptr, rings_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel_->maps.rings), 0);
+    if (rings_ == MAP_FAILED) fail("cannot map the rings' positions", -errno);
     if (slot_count_) {
       slots_ = ::mmap(nullptr, slot_bytes(), PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.slots), 0);
       if (slots_ == MAP_FAILED) fail("cannot map the slot table", -errno);
@@ -152,13 +166,14 @@ class EbpfBackend final : public Backend {
     int n = ring_buffer__poll(ring_, timeout_ms);
     if (n >= 0 || n == -EINTR) n = consume_to(ring_position(page_));
     sink_ = nullptr;
+    drain_rings(sink);
     if (n < 0 && n != -EINTR) throw TraceError(std::string("ring buffer: ") + std::strerror(-n));
   }
 
-  // An entry closes after its record is reserved and committed, so each IO
-  // not yet passed on is either open in a table the scan reads, or in the
-  // ring buffer below the producer position read after the scan. Consuming
-  // up to that position then leaves only IOs open at the scan, or issued
+  // An entry closes after its record is published, so each IO not yet passed
+  // on is either open in a table the scan reads, or in a ring below the
+  // position read after the scan (in the ring buffer: reserved). Consuming
+  // up to those positions then leaves only IOs open at the scan, or issued
   // after it began.
   int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
     int64_t oldest = boottime_ns() - kStampSlackNs;
@@ -212,6 +227,26 @@ class EbpfBackend final : public Backend {
   }
 
   size_t slot_bytes() const { return size_t{slot_count_} * sizeof(iotrace_inflight); }
+  size_t records_bytes() const { return size_t{ring_size_} * static_cast<size_t>(ncpus_) * sizeof(iotrace_event); }
+  size_t rings_bytes() const { return static_cast<size_t>(ncpus_) * sizeof(iotrace_ring); }
+
+  // Passes on every record the CPUs' rings hold, giving their space back to
+  // the programs as it goes.
+  void drain_rings(const IoSink& sink) {
+    auto* rings = static_cast<iotrace_ring*>(rings_);
+    const auto* records = static_cast<const iotrace_event*>(records_);
+    for (int cpu = 0; cpu < ncpus_; ++cpu) {
+      iotrace_ring& r = rings[cpu];
+      const uint64_t head = __atomic_load_n(&r.head, __ATOMIC_ACQUIRE);
+      uint64_t tail = r.tail;
+      const iotrace_event* ring = records + size_t{ring_size_} * static_cast<size_t>(cpu);
+      while (tail != head) {
+        sink(to_io(ring[tail & (ring_size_ - 1)]));
+        if (++tail % kReleaseEvery == 0) __atomic_store_n(&r.tail, tail, __ATOMIC_RELEASE);
+      }
+      __atomic_store_n(&r.tail, tail, __ATOMIC_RELEASE);
+    }
+  }
 
   // Consumes records up to the producer position `reserved`, waiting up to
   // 2 ms for one still being written; what is left goes with the next call.
@@ -293,6 +328,8 @@ class EbpfBackend final : public Backend {
 
   void tear_down() {
     if (slots_ && slots_ != MAP_FAILED) ::munmap(slots_, slot_bytes());
+    if (records_ && records_ != MAP_FAILED) ::munmap(records_, records_bytes());
+    if (rings_ && rings_ != MAP_FAILED) ::munmap(rings_, rings_bytes());
     if (positions_ && positions_ != MAP_FAILED) ::munmap(positions_, 2 * page_);
     ring_buffer__free(ring_);
     iotrace_bpf__destroy(skel_);
@@ -338,10 +375,13 @@ class EbpfBackend final : public Backend {
   const IoSink* sink_ = nullptr;
   std::string detail_;
   int ncpus_ = 1;
+  uint32_t ring_size_ = 0;  // records in each CPU's ring, a power of two
   uint32_t slot_count_ = 0;
   size_t page_ = 4096;
   void* positions_ = nullptr;  // the ring buffer's consumer and producer pages
   void* slots_ = nullptr;      // the slot array, slot_count_ entries
+  void* records_ = nullptr;    // the CPUs' rings of records, ring_size_ each
+  void* rings_ = nullptr;      // the CPUs' ring positions
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
   uint64_t last_uncompleted_ = 0;
@@ -353,6 +393,8 @@ static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IO
               IOTRACE_F_BACKGROUND == flag::kBackground && IOTRACE_F_NOMERGE == flag::kNoMerge);
 // The slot array's elements are read in place: the kernel aligns them to 8 bytes.
 static_assert(sizeof(iotrace_inflight) % 8 == 0);
+// So are the records, and each ring's positions fill two cache lines.
+static_assert(sizeof(iotrace_event) % 8 == 0 && sizeof(iotrace_ring) == 128);
 static_assert(IOTRACE_OP_WRITE_ZEROES == static_cast<int>(Op::kWriteZeroes) &&
               IOTRACE_OP_OTHER == static_cast<int>(Op::kOther));
 

@@ -52,6 +52,16 @@ struct iotrace_event {
 	char comm[IOTRACE_COMM_LEN];
 };
 
+/* One CPU's ring of completion records (see iotrace.bpf.c): the programs on
+ * that CPU write records and advance head; user space reads them and advances
+ * tail. Each position on a cache line of its own. */
+struct iotrace_ring {
+	__u64 head;
+	__u64 head_line[7];
+	__u64 tail;
+	__u64 tail_line[7];
+};
+
 /* An in-flight entry: opened at submission, completed at issue, closed (and
  * sent as an event) at completion. It lives in the request's slot of the
  * slot array or, for requests without one, in a hash table keyed by the

@@ -89,7 +89,7 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--pid", c->o.pid, "Only IOs submitted by this process");
   sub->add_option("--comm", c->o.comm, "Only IOs submitted by threads of this name");
   sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
-  sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size, e.g. 64M, 64MiB (default 16M)");
+  sub->add_option("--buffer", c->buffer, "Kernel-to-user buffer size, shared out among the CPUs, e.g. 64M, 64MiB (default 16M)");
   sub->add_option("--flush-interval", c->flush_interval,
                   "Write and fdatasync each IO at most this long after it completed, e.g. 100ms (default 1s): "
                   "a kill or power loss keeps every IO that completed more than this plus 0.1s before it. "
