@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -637,7 +638,10 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
       {"50 ms idle gaps", "--rw=randwrite --norandommap --bs=256k --iodepth=64 --runtime=5 --time_based "
                           "--thinktime=50ms --thinktime_blocks=2000"},
   };
-  for (const Case& c : cases) {
+  // io_ticks itself is sometimes not credible here: once it counted 6,964 ms
+  // of a 4 s run. A case whose io_ticks exceed its wall time runs again, once.
+  for (size_t i = 0, reruns = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
     test::LoopDevice loop(1ull << 30);
     test::TempDir dir;
     const std::string trace = dir.file("run.iot");
@@ -654,9 +658,11 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
     }
     REQUIRE(rec);
     const test::BlockStat before = test::block_stat(loop.name());
+    const auto started = std::chrono::steady_clock::now();
     const auto fio = test::run("fio --name=busy --filename=" + loop.path() + " --direct=1 --ioengine=io_uring --size=1G " +
                                c.fio + " --output-format=terse");
     const test::BlockStat after = test::block_stat(loop.name());
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     REQUIRE(fio.exit_code == 0);
     ::usleep(300'000);  // let the recorder drain the last events
     CHECK(rec->stop() == 0);
@@ -692,6 +698,12 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
                 << " completed by the device, avg QD " << r.queue_depth.mean());
     CHECK(r.dropped_events == 0);
     CHECK(r.ios == device_ios);
+    if (ticks_ms > wall_ms + 2 * kJiffyMs && reruns++ == 0) {
+      WARN(c.name << ": io_ticks " << ticks_ms << " ms in " << wall_ms << " ms of wall time: run again");
+      --i;
+      continue;
+    }
+    REQUIRE(ticks_ms <= wall_ms + 2 * kJiffyMs);
     // Within 5%. When this fails with the report above io_ticks, compare the
     // excess with the sub-jiffy allowance: fio could not keep the device busy.
     CHECK(std::abs(busy_ms - ticks_ms) <= 0.05 * ticks_ms);
