@@ -18,6 +18,9 @@ tracepoints iotape's eBPF back end uses ("hooks"), then programs that only read
 the clock once each, as iotape's do ("hooks+clock"). Their ratios bound what
 any tracer with a timestamp per event on those hooks can reach here.
 
+iotape-blktrace-dc is the blktrace back end with `--blk-events issue-complete`,
+against ftrace-blk-floor-dc: the blk tracer's floor with the same act_mask.
+
 The recorder's CPU per IO counts what it used from the moment it said it was
 recording until it exited (its start-up, loading the BPF programs, is not per
 IO).
@@ -84,17 +87,17 @@ def wait_cpu_seconds(proc, timeout=60):
 
 
 class Iotape:
-    """iotape record with one back end; writes its trace to tmpfs."""
+    """iotape record with one back end (and its extra options); writes its trace to tmpfs."""
 
-    def __init__(self, binary, backend, dev, work):
-        self.binary, self.backend, self.dev, self.work = binary, backend, dev, work
-        self.name = f"iotape-{backend}"
+    def __init__(self, binary, backend, dev, work, extra=(), suffix=""):
+        self.binary, self.backend, self.dev, self.work, self.extra = binary, backend, dev, work, list(extra)
+        self.name = f"iotape-{backend}{suffix}"
 
     def start(self):
         self.trace = os.path.join(self.work, f"{self.name}.iot")
         self.log = os.path.join(self.work, f"{self.name}.log")
         self.proc = subprocess.Popen([self.binary, "record", "-d", self.dev, "-o", self.trace, "--backend",
-                                      self.backend], stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+                                      self.backend] + self.extra, stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
         wait_for(self.log, "iotape: recording", self.proc)
         self.cpu_at_start = cpu_seconds(self.proc.pid)
 
@@ -113,12 +116,12 @@ class Iotape:
 class FtraceBlkFloor:
     """The floor of the blktrace back end: the blk tracer set up as `record --backend blktrace` sets it
     (boot clock, no cgroup ids), its events written into the ring buffer and never read (the buffer
-    overwrites its oldest pages): the kernel's own cost, which no reader can go under."""
+    overwrites its oldest pages): the kernel's own cost, which no reader can go under. With `mask`,
+    only those events (the device's act_mask, as `--blk-events issue-complete` sets it)."""
 
-    name = "ftrace-blk-floor"
-
-    def __init__(self, dev, work):
-        self.disk, self.work = os.path.basename(dev), work
+    def __init__(self, dev, work, mask=None):
+        self.disk, self.work, self.mask = os.path.basename(dev), work, mask
+        self.name = "ftrace-blk-floor" + ("-dc" if mask else "")
 
     def start(self):
         if open(f"{TRACEFS}/current_tracer").read().strip() != "nop":
@@ -128,6 +131,8 @@ class FtraceBlkFloor:
         write(f"{TRACEFS}/trace_clock", "boot")
         write(f"{TRACEFS}/options/blk_cgroup", "0")
         write(f"/sys/block/{self.disk}/trace/enable", "1")
+        if self.mask:
+            write(f"/sys/block/{self.disk}/trace/act_mask", self.mask)  # gone with the device's tracing
         write(f"{TRACEFS}/current_tracer", "blk")
 
     def stop(self):
@@ -246,7 +251,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     ap.add_argument("--tracers", nargs="+", metavar="NAME",
-                    help="only these: iotape-ebpf iotape-blktrace bpftrace ftrace-blk ftrace-blk-floor hooks hooks+clock")
+                    help="only these: iotape-ebpf iotape-blktrace iotape-blktrace-dc bpftrace ftrace-blk "
+                         "ftrace-blk-floor ftrace-blk-floor-dc hooks hooks+clock")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root")
@@ -264,7 +270,9 @@ def main():
     dev = sh(f"losetup -f --show {backing}")
     try:
         tracers = [Iotape(a.iotape, "ebpf", dev, work), Iotape(a.iotape, "blktrace", dev, work),
-                   Bpftrace(dev, work), FtraceBlk(dev, work), FtraceBlkFloor(dev, work), HookFloor(hook_floor, False, work),
+                   Iotape(a.iotape, "blktrace", dev, work, ["--blk-events", "issue-complete"], "-dc"),
+                   Bpftrace(dev, work), FtraceBlk(dev, work), FtraceBlkFloor(dev, work),
+                   FtraceBlkFloor(dev, work, "issue,complete"), HookFloor(hook_floor, False, work),
                    HookFloor(hook_floor, True, work)]
         if a.tracers:
             unknown = set(a.tracers) - {t.name for t in tracers}
@@ -303,7 +311,8 @@ def main():
                   f"{'n/a' if None in dropped else sum(dropped):>8} {cpu} "
                   f"{statistics.median(bpi) if bpi else float('nan'):9.2f}")
         # Each back end against the floor of its kernel interface, round by round.
-        for name, floor in (("iotape-ebpf", "hooks+clock"), ("iotape-blktrace", "ftrace-blk-floor")):
+        for name, floor in (("iotape-ebpf", "hooks+clock"), ("iotape-blktrace", "ftrace-blk-floor"),
+                            ("iotape-blktrace-dc", "ftrace-blk-floor-dc")):
             if name in results and floor in results:
                 per_round = [x["ratio"] / f["ratio"] for x, f in zip(results[name], results[floor])]
                 print(f"{name} / {floor}: {statistics.median(per_round):.3f} (median of the rounds' ratios)")

@@ -194,7 +194,11 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
     const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
     change(kTracefs + "/buffer_size_kb", std::to_string(buffer / 1024 / static_cast<uint64_t>(cpus > 0 ? cpus : 1)));
-    for (const auto& d : o.devices) change("/sys/block/" + d.name + "/trace/enable", "1", "0");
+    for (const auto& d : o.devices) {
+      change("/sys/block/" + d.name + "/trace/enable", "1", "0");
+      // Only once enabled: the mask belongs to the device's tracing session.
+      if (o.issue_complete_only) change("/sys/block/" + d.name + "/trace/act_mask", "issue,complete");
+    }
     write_file(kTracefs + "/trace", "");  // start from an empty buffer
     overrun_base_ = overruns();
     // The tracer cannot change while its pipes are open (EBUSY): set it first, close the pipes first.
@@ -217,7 +221,9 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   }
 
   v1::Source source() const override { return v1::SOURCE_BLKTRACE; }
-  std::string detail() const override { return "blktrace:ftrace-raw"; }
+  std::string detail() const override {
+    return opt_.issue_complete_only ? "blktrace:ftrace-raw:issue,complete" : "blktrace:ftrace-raw";
+  }
 
   void poll(int timeout_ms, const IoSink& sink) override {
     // Every wakeup costs: reading at most every kReadInterval lets the

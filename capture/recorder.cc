@@ -102,7 +102,12 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
 RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
   std::vector<std::string> notes;
   const std::vector<BlockDevice> devices = select_devices(o.devices, notes);
+  if (o.issue_complete_only && o.backend != "blktrace")
+    throw UsageError("--blk-events issue-complete: a choice of the blktrace back end");
+  if (o.issue_complete_only && (o.pid || !o.comm.empty()))
+    throw UsageError("--blk-events issue-complete: issue and completion events carry no submitter, so --pid and --comm cannot filter them");
   BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
+  bo.issue_complete_only = o.issue_complete_only;
   std::unique_ptr<Backend> backend =
       o.backend == "blktrace" ? make_blktrace_backend(bo) : make_ebpf_backend(bo);
   TraceOutput out(o.output, make_header(o, devices, *backend));

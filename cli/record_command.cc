@@ -16,7 +16,7 @@ namespace {
 
 struct RecordCli {
   capture::RecordOptions o;
-  std::string duration, rotate_size, rotate_time, buffer, flush_interval = "1s";
+  std::string duration, rotate_size, rotate_time, buffer, flush_interval = "1s", blk_events = "all";
   bool no_sync = false;
   int zstd_level = 1;
 };
@@ -33,6 +33,7 @@ void run_record(RecordCli& c) {
   if (!c.duration.empty()) o.duration_ns = units::parse_duration(c.duration, "--duration");
   if (!c.rotate_size.empty()) o.output.rotate_bytes = units::parse_size(c.rotate_size, "--rotate-size");
   if (!c.rotate_time.empty()) o.output.rotate_ns = units::parse_duration(c.rotate_time, "--rotate-time");
+  o.issue_complete_only = c.blk_events == "issue-complete";
   if (!c.buffer.empty()) o.buffer_bytes = units::parse_size(c.buffer, "--buffer");
   o.output.writer.flush_interval_ns = units::parse_duration(c.flush_interval, "--flush-interval");
   o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
@@ -83,6 +84,11 @@ void add_record_command(CLI::App& app) {
       ->required();
   sub->add_option("--backend", c->o.backend, "ebpf (default) or blktrace (the ftrace blk tracer)")
       ->check(CLI::IsMember({"ebpf", "blktrace"}));
+  sub->add_option("--blk-events", c->blk_events,
+                  "With --backend blktrace: all (default), or issue-complete: only the tracer's D and C events, "
+                  "at about a third of its cost on the IO path; IOs keep issue and completion times, op, "
+                  "flags, offset and size, without queue time or submitter")
+      ->check(CLI::IsMember({"all", "issue-complete"}));
   sub->add_option("--duration", c->duration, "Stop after this long (e.g. 30s, 10m, 7d); default: until SIGINT/SIGTERM");
   sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 512M, 1GiB, 1GB)");
   sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 90m, 1h, 1d)");

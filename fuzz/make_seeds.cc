@@ -99,6 +99,20 @@ std::string blktrace_only(uint32_t what) {
   return two_files(cpu0, cpu1);
 }
 
+// Issue and completion events only (blktrace -a issue,complete, or `record
+// --blk-events issue-complete`): a write, and an fsync's flush request and
+// empty write, the latter seen only at its completion.
+std::string blktrace_issue_complete() {
+  const uint32_t sda = blk::dev(8, 0);
+  std::string cpu0, cpu1;
+  blk::append(cpu0, {.time = 10, .sector = 100, .bytes = 4096, .action = blk::D | blk::kWrite, .device = sda});
+  blk::append(cpu1, {.time = 20, .sector = 100, .bytes = 4096, .action = blk::C | blk::kWrite, .device = sda, .cpu = 1});
+  blk::append(cpu0, {.time = 30, .action = blk::D | blk::kFlush, .device = sda});
+  blk::append(cpu1, {.time = 40, .action = blk::C | blk::kFlush, .device = sda, .cpu = 1});
+  blk::append(cpu1, {.time = 41, .action = blk::C | blk::kWrite | blk::kSync, .device = sda, .cpu = 1});
+  return two_files(cpu0, cpu1);
+}
+
 // blkparse text as found in the wild: column headings and comments, an old
 // kernel's barrier and the kernel's newer RWBS letters, completions only, and
 // events printed CPU by CPU, out of time order.
@@ -226,6 +240,7 @@ int main(int argc, char** argv) {
   write(dir / "blktrace" / "events", blktrace());
   write(dir / "blktrace" / "complete-only", blktrace_only(blk::C));
   write(dir / "blktrace" / "issue-only", blktrace_only(blk::D));
+  write(dir / "blktrace" / "issue-complete", blktrace_issue_complete());
   write(dir / "blkparse" / "headings.txt", kBlkparseHeadings);
   write(dir / "blkparse" / "letters.txt", kBlkparseLetters);
   write(dir / "blkparse" / "completions.txt", kBlkparseCompletions);

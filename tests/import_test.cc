@@ -754,6 +754,19 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     CHECK_FALSE(has(got, "not completed when the trace ended"));
     CHECK_FALSE(got.header.metadata().contains("import.issue_times"));
   }
+  SECTION("D and C events only (blktrace -a issue,complete): an fsync's empty write is its C alone") {
+    e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::D | W | blk::kSync, .pid = 7, .device = sda});
+    e1({.time = 1300, .sector = 100, .bytes = 4096, .action = blk::C | W | blk::kSync, .device = sda});
+    e0({.time = 1400, .action = blk::D | blk::kFlush, .device = sda});  // the flush request
+    e1({.time = 1500, .action = blk::C | blk::kFlush, .device = sda});
+    e1({.time = 1501, .action = blk::C | W | blk::kSync, .device = sda});  // the empty write, never issued
+    const auto got = import_cpus(cpu0, cpu1);
+    require_same(got.rows, {row(kNoTime, 1000, 1300, 100, 4096, Op::kWrite, flag::kSync),
+                            row(kNoTime, 1400, 1500, 0, 0, Op::kFlush),
+                            row(kNoTime, 1501, 1501, 0, 0, Op::kWrite, flag::kSync | flag::kPreflush)});
+    CHECK(got.report.skipped == 0);
+    CHECK(has(got, "2 D events had no Q"));
+  }
   SECTION("C events before the first D: they matched no D, as before") {
     e1({.time = 500, .sector = 900, .bytes = 4096, .action = blk::C, .device = sda});
     e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::Q, .pid = 7, .device = sda});

@@ -429,6 +429,15 @@ class BlockIoAssembler::Impl {
       if (queued_.front(k)) bio = queued_.take_front(k);
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
       if (bio && bio->empty_preflush && bio->queue_ns != kNoTime) return complete_unissued(*bio, ev, place);
+      // Without queue events (blktrace -a issue,complete), an fsync's empty
+      // write shows only as the C of a write of no data.
+      if (!bio && ev.bytes == 0 && (ev.categories() & category::kWrite) && !census_.has(kQueue) &&
+          !census_.has(kGetrq) && !census_.has(kInsert)) {
+        Request unqueued;
+        unqueued.start = ev.sector;
+        set_op(unqueued, ev);
+        return complete_unissued(unqueued, ev, place);
+      }
       ++unmatched_completions_;
       ++report_.skipped;
       return;
@@ -450,9 +459,10 @@ class BlockIoAssembler::Impl {
   }
 
   // An empty preflush write completed by the flush machinery, never issued:
-  // its issue time is its queue time (as the eBPF back end records it).
+  // its issue time is its queue time (as the eBPF back end records it), or
+  // its completion time when it was not seen queued.
   void complete_unissued(Request r, const TraceEvent& ev, const EventPlace& place) {
-    r.issue_ns = r.queue_ns;
+    r.issue_ns = r.queue_ns != kNoTime ? r.queue_ns : static_cast<int64_t>(ev.time);
     r.op = Op::kWrite;
     r.flags |= flag::kPreflush;
     const int16_t err = static_cast<int16_t>(ev.error);
