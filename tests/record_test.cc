@@ -805,6 +805,22 @@ TEST_CASE("bio-based devices are refused with a reason", "[record]") {
   CHECK(r.output.find("bio-based") != std::string::npos);
 }
 
+TEST_CASE("record refuses --blk-events issue-complete without the blktrace back end, and with --pid or --comm",
+          "[record]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(16u << 20);
+  const std::string base = iotape_binary() + " record -d " + loop.path() + " -o " + dir.file("t.iot") +
+                           " --duration 1s --blk-events issue-complete";
+  for (const std::string extra : {"", " --backend blktrace --pid 1", " --backend blktrace --comm fio"}) {
+    INFO(extra);
+    const auto r = run(base + extra);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find(extra.empty() ? "blktrace back end" : "--pid and --comm") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("t.iot")));
+  }
+}
+
 TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebpf]") {
   if (!require_root("record block IOs")) return;
   TempDir dir;
