@@ -161,9 +161,10 @@ class EbpfBackend final : public Backend {
   // must not wait for the next poll (replay times each finished IO at once).
   void poll(int timeout_ms, const IoSink& sink) override {
     sink_ = &sink;
-    // Records are submitted without a wakeup until the buffer fills (see
-    // iotrace.bpf.c): the wait is mostly a timeout, then everything is consumed.
-    int n = ring_buffer__poll(ring_, timeout_ms);
+    // Records are submitted without a wakeup until a ring fills (see
+    // iotrace.bpf.c): the wait is mostly a timeout, then everything is
+    // consumed. Without a wait, no system call: replay polls after every reap.
+    int n = timeout_ms > 0 ? ring_buffer__poll(ring_, timeout_ms) : 0;
     if (n >= 0 || n == -EINTR) n = consume_to(ring_position(page_));
     sink_ = nullptr;
     drain_rings(sink);
