@@ -45,7 +45,7 @@ struct DeviceTimesStats {
   uint64_t merged = 0;             // IOs whose request also served another IO
   uint64_t extra_requests = 0;     // further flush requests, written as IOs of their own
   uint64_t unclaimed_requests = 0; // requests of this process no IO claimed
-  uint64_t dropped = 0;            // events the observer lost (ring buffer full)
+  uint64_t dropped = 0;            // events the observer lost (its buffer full)
   uint64_t uncompleted = 0;        // requests whose completion the kernel never handed to the
                                    // observer's programs (capture/iotrace.bpf.c): their IOs are untimed
 };

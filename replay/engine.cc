@@ -255,23 +255,17 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
   const off_t off = static_cast<off_t>(io.offset);
   const unsigned len = static_cast<unsigned>(io.length);
   const bool file_target = !targets_[io.target].block;
-  // An fsync's empty pre-flush write: the fsync makes it again, and a write of
-  // nothing linked behind the fsync would only add a step to every fsync.
-  const bool fsync = io.op == Op::kFlush || (io.op == Op::kWrite && (io.flags & flag::kPreflush) && io.length == 0);
-  const bool transfer = !fsync && (io.op == Op::kRead || io.op == Op::kWrite);
+  // An fsync's empty pre-flush write is replayed as the fsync alone: the fsync
+  // makes it again, and a write of nothing linked behind it would only add a
+  // step to every fsync.
+  const Op op = io.op == Op::kWrite && (io.flags & flag::kPreflush) && io.length == 0 ? Op::kFlush : io.op;
+  const bool transfer = op == Op::kRead || op == Op::kWrite;
   if (transfer && io.length > kMaxTransfer) {  // the kernel would move only part of it
     complete_now(tag, -EINVAL);
     return;
   }
   io_uring_sqe* sqe;
-  if (fsync) {
-    sqe = get_sqe();
-    io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
-    sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
-    return;
-  }
-  switch (io.op) {
+  switch (op) {
     case Op::kRead:
       sqe = get_sqe();
       if (io.length <= kRegisteredLimit)
@@ -293,6 +287,10 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
         io_uring_prep_write(sqe, file, large_write_.data(), len, off);
       // RWF_DSYNC on an O_DIRECT write is how the kernel sends a FUA write.
       if (io.flags & flag::kFua) sqe->rw_flags = RWF_DSYNC;
+      break;
+    case Op::kFlush:
+      sqe = get_sqe();
+      io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
       break;
     case Op::kWriteZeroes:
       sqe = get_sqe();
