@@ -15,8 +15,10 @@
 #        bpftrace probe on io_uring_submit_req: submit time minus (first
 #        submit + k / rate). Also the total duration of each replay.
 # Needs root, fio, bpftrace, python3. Cleans up its loop device and files
-# (KEEP=DIR copies the work files there first).
+# (KEEP=DIR copies the work files there first). IDLE_POLL_NS=N: idle vCPUs
+# poll N ns before halting during the run (bench/idle_poll.sh says why).
 set -euo pipefail
+. "$(dirname "$0")/idle_poll.sh"
 B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|timed|all]}")
 WHAT=${2:-all}
 IOTAPE=$B/cli/iotape
@@ -29,6 +31,7 @@ LOOP=$(losetup -f --show "$DISK")
 BPF_PID=
 FLOOR_PID=
 cleanup() {
+  idle_poll_restore
   [ -n "$BPF_PID" ] && kill "$BPF_PID" 2>/dev/null && wait "$BPF_PID" 2>/dev/null
   [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
   losetup -d "$LOOP"
@@ -36,10 +39,11 @@ cleanup() {
   rm -rf "$W"
 }
 trap cleanup EXIT
+idle_poll_apply
 [ -n "${KEEP:-}" ] && trap "cp -r $W/. $KEEP/; cleanup" EXIT
 # Data in every block, so reads are not of holes.
 dd if=/dev/urandom of="$LOOP" bs=1M count=1024 oflag=direct status=none
-echo "device $LOOP on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "device $LOOP on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg); $(idle_poll_describe)"
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

@@ -17,7 +17,10 @@
 #   - alone: replayed duration, block-layer read latency p50 and queue-depth
 #     buckets against the recording's (all from `iotape report --json`).
 # Prints one line per run and round, then the medians. Needs root, fio, python3.
+# IDLE_POLL_NS=N: idle vCPUs poll N ns before halting during the run
+# (bench/idle_poll.sh says why).
 set -euo pipefail
+. "$(dirname "$0")/idle_poll.sh"
 B=$(realpath "${1:?usage: $0 BUILD_DIR [tmpfs|direct] [ROUNDS]}")
 KIND=${2:-tmpfs}
 ROUNDS=${3:-3}
@@ -38,6 +41,7 @@ NAME=$(basename "$LOOP")
 mountpoint -q $T || mount -t tracefs nodev $T
 OLD_CLOCK=$(sed 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
 cleanup() {
+  idle_poll_restore
   echo nop > $T/current_tracer
   echo 0 > /sys/block/$NAME/trace/enable
   echo "$OLD_CLOCK" > $T/trace_clock
@@ -47,7 +51,8 @@ cleanup() {
   rm -rf "$W"
 }
 trap cleanup EXIT
-echo "device $LOOP ($KIND) on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+idle_poll_apply
+echo "device $LOOP ($KIND) on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg); $(idle_poll_describe)"
 
 record() {  # NAME FIO_ARGS...: a 3 s fio run captured by iotape record
   local name=$1; shift
