@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <liburing.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -357,6 +358,11 @@ void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
       events_fresh_ = true;
       return;
     }
+    // A thread waiting on this CPU may be the device's own work (a loop
+    // device's worker, the io-wq worker running an fsync): it goes first.
+    // Measured on a tmpfs loop device, QD4 reads and writes with fsyncs:
+    // replayed duration +16-26% of the recording's, against +23-64% without.
+    sched_yield();
     now = monotonic_ns();
   }
   if (deadline_ns == INT64_MAX) {

@@ -59,8 +59,9 @@ class UringEngine {
   // Blocks until a completion is ready or `deadline_ns` (monotonic) passes:
   // first polls for up to `poll_ns`, then sleeps. Waking a sleeping thread
   // costs more than a fast device's whole service time on a VM (about 10 us
-  // here), so a completion expected soon is polled for; one that is not
-  // (nothing in flight, a slow device) is slept for, on a timer without slack.
+  // here), so a completion expected soon is polled for, yielding the CPU to
+  // any thread that waits for it; one that is not (nothing in flight, a slow
+  // device) is slept for, on a timer without slack.
   void wait(int64_t deadline_ns, int64_t poll_ns = 0);
 
  private:
