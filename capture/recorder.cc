@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "capture/issue_order.h"
+#include "traces/cpu_idle.h"
 #include "traces/error.h"
 
 namespace iotape::capture {
@@ -86,6 +87,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
   h.set_trace_id(random_id());
   auto& m = *h.mutable_metadata();
   m["capture.backend"] = o.backend;
+  if (const std::string idle = describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
   m["capture.zstd_level"] = std::to_string(o.output.writer.zstd_level);

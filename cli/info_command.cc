@@ -49,6 +49,8 @@ void run_info(const InfoOptions& o) {
   j["source"] = v1::Source_Name(h.source());
   j["source_detail"] = h.source_detail();
   j["clock"] = v1::ClockDomain_Name(h.clock());
+  const auto idle = h.metadata().find("host.cpu_idle");
+  if (idle != h.metadata().end()) j["cpu_idle"] = idle->second;
   auto devs = nlohmann::json::array();
   for (int i = 0; i < h.devices_size(); ++i) {
     const auto& d = h.devices(i);
@@ -70,6 +72,7 @@ void run_info(const InfoOptions& o) {
     fmt::print("trace      {}\n", fmt::join(o.traces, " "));
     fmt::print("source     {} {}  clock {}  host {}  kernel {}\n", v1::Source_Name(h.source()),
                h.source_detail(), v1::ClockDomain_Name(h.clock()), h.host(), h.kernel());
+    if (idle != h.metadata().end()) fmt::print("cpu idle   {}\n", idle->second);
     fmt::print("IOs        {}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})\n", s.ios,
                s.op(Op::kRead).ios, s.op(Op::kWrite).ios, s.op(Op::kFlush).ios, s.op(Op::kDiscard).ios,
                s.op(Op::kWriteZeroes).ios, s.op(Op::kOther).ios);

@@ -20,6 +20,7 @@
 #include "replay/device_times.h"
 #include "replay/engine.h"
 #include "replay/prefill.h"
+#include "traces/cpu_idle.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 #include "traces/version.h"
@@ -69,6 +70,14 @@ Prepared prepare_replay(const ReplayOptions& o) {
   {
     TraceReader reader(o.traces);
     p.plan = make_plan(reader, p.targets, o);
+    const auto& meta = reader.header().metadata();
+    const auto recorded_idle = meta.find("host.cpu_idle");
+    const std::string idle_here = describe_cpu_idle();
+    if (recorded_idle != meta.end() && recorded_idle->second != idle_here)
+      p.warnings.push_back(fmt::format("the trace was recorded where idle CPUs were set as \"{}\", here as \"{}\": "
+                                       "device latency at low queue depth is not comparable (README: Low queue "
+                                       "depth on a VM)",
+                                       recorded_idle->second, idle_here.empty() ? "no cpuidle" : idle_here));
     if (reader.status().damaged)
       p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
                            reader.status().message);
@@ -198,6 +207,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
   m["replay.version"] = kVersion;
+  if (const std::string idle = describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
   if (device) {
     m["replay.times"] = "device";
     m["replay.times_devices"] = device->describe();

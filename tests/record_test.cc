@@ -787,6 +787,13 @@ TEST_CASE("the header describes the capture, --anonymize hides names", "[record]
   CHECK(h.devices(0).size_bytes() == 64u << 20);
   CHECK(h.devices(0).logical_block_size() == 512);
   CHECK(h.metadata().at("capture.backend") == "ebpf");
+  // How idle CPUs wait here, as sysfs says, read apart from the recorder.
+  std::ifstream driver("/sys/devices/system/cpu/cpuidle/current_driver");
+  std::string name;
+  if (std::getline(driver, name)) {
+    REQUIRE(h.metadata().count("host.cpu_idle") == 1);
+    CHECK(h.metadata().at("host.cpu_idle").rfind("driver " + name + ", governor ", 0) == 0);
+  }
   Io io;
   uint64_t dd = 0;
   while (reader.next(io)) {

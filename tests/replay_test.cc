@@ -29,6 +29,7 @@
 #include "replay/options.h"
 #include "replay/schedule.h"
 #include "tests/test_support.h"
+#include "traces/cpu_idle.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
 #include "units/units.h"
@@ -43,8 +44,10 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-void write_trace(const std::string& path, const std::vector<Io>& ios, uint64_t device_size) {
+void write_trace(const std::string& path, const std::vector<Io>& ios, uint64_t device_size,
+                 const std::map<std::string, std::string>& metadata = {}) {
   v1::TraceHeader h;
+  for (const auto& [k, v] : metadata) (*h.mutable_metadata())[k] = v;
   h.set_source(v1::SOURCE_SYNTH);
   h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
   auto* d = h.add_devices();
@@ -669,6 +672,27 @@ TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
   CHECK(after.write_ios == before.write_ios);
   CHECK(after.read_ios == before.read_ios);
   CHECK_FALSE(std::filesystem::exists(result));
+}
+
+TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a warning", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  const std::string here = describe_cpu_idle();
+  if (!test::require(!here.empty(), "cpuidle in sysfs (/sys/devices/system/cpu/cpuidle)")) return;
+  const std::string same = dir.file("same.iotape"), other = dir.file("other.iotape"), result = dir.file("r.iotape");
+  const std::vector<Io> ios = {make_io(0, Op::kRead, 0, 4096)};
+  write_trace(same, ios, 16 * kMiB, {{"host.cpu_idle", here}});
+  write_trace(other, ios, 16 * kMiB, {{"host.cpu_idle", "driver acpi_idle, governor menu, states C1 + C3"}});
+  const auto quiet = test::run(replay_cmd(same, loop.path(), result, "--dry-run"));
+  INFO(quiet.output);
+  CHECK(quiet.exit_code == 0);
+  CHECK(quiet.output.find("idle CPUs") == std::string::npos);
+  const auto warned = test::run(replay_cmd(other, loop.path(), result, "--dry-run"));
+  INFO(warned.output);
+  CHECK(warned.exit_code == 0);
+  CHECK(warned.output.find("iotape: warning: the trace was recorded where idle CPUs were set as \"driver acpi_idle, "
+                           "governor menu, states C1 + C3\", here as \"" + here + "\"") != std::string::npos);
 }
 
 TEST_CASE("replay: --fit fail refuses IOs past the target, --fit wrap folds them inside", "[root]") {
