@@ -40,11 +40,14 @@ fi
 NAME=$(basename "$LOOP")
 mountpoint -q $T || mount -t tracefs nodev $T
 OLD_CLOCK=$(sed 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
+# "1408", or "7 (expanded: 1408)" before the buffer was first used.
+OLD_BUFFER_KB=$(sed 's/.*expanded: \([0-9]*\).*/\1/' $T/buffer_size_kb)
 cleanup() {
   idle_poll_restore
   echo nop > $T/current_tracer
   echo 0 > /sys/block/$NAME/trace/enable
   echo "$OLD_CLOCK" > $T/trace_clock
+  echo "$OLD_BUFFER_KB" > $T/buffer_size_kb
   echo > $T/trace
   losetup -d "$LOOP"
   rm -f "$DISK"

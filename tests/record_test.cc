@@ -453,10 +453,7 @@ struct KilledTracerReset {
     const std::string clocks = read_file("/sys/kernel/tracing/trace_clock");  // "local [boot] ...": [] is selected
     const size_t open = clocks.find('['), close = clocks.find(']');
     if (open != std::string::npos && close != std::string::npos) clock = clocks.substr(open + 1, close - open - 1);
-    // "1408", or "7 (expanded: 1408)" before the buffer was first used.
-    const std::string size = read_file("/sys/kernel/tracing/buffer_size_kb");
-    const size_t expanded = size.find("expanded: ");
-    buffer_kb = std::to_string(std::stoul(expanded == std::string::npos ? size : size.substr(expanded + 10)));
+    buffer_kb = test::tracefs_buffer_kb();
     buffer_percent = read_file("/sys/kernel/tracing/buffer_percent");
   }
   ~KilledTracerReset() {

@@ -105,6 +105,7 @@ class BlkTrace {
     const auto open = clocks.find('['), close = clocks.find(']');
     if (open != std::string::npos && close != std::string::npos) clock_ = clocks.substr(open + 1, close - open - 1);
     write_file(kDir + "/trace_clock", "mono");
+    buffer_kb_ = test::tracefs_buffer_kb();
     write_file(kDir + "/buffer_size_kb", "8192");
     write_file(kDir + "/current_tracer", "nop");
     write_file(kDir + "/trace", "");
@@ -116,6 +117,7 @@ class BlkTrace {
     write_file(sys("trace/enable"), "0");
     write_file(sys("queue/nomerges"), nomerges_);
     if (!clock_.empty()) write_file(kDir + "/trace_clock", clock_);
+    write_file(kDir + "/buffer_size_kb", buffer_kb_);
     write_file(kDir + "/trace", "");
     if (mounted_) ::umount(kDir.c_str());
   }
@@ -192,7 +194,7 @@ class BlkTrace {
   inline static const std::string kDir = "/sys/kernel/tracing";
   const LoopDevice& dev_;
   bool mounted_ = false;
-  std::string nomerges_, clock_;
+  std::string nomerges_, clock_, buffer_kb_;
 };
 
 // Length of the union of intervals.

@@ -122,4 +122,10 @@ void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
+std::string tracefs_buffer_kb() {
+  const std::string size = read_file("/sys/kernel/tracing/buffer_size_kb");
+  const size_t expanded = size.find("expanded: ");
+  return std::to_string(std::stoul(expanded == std::string::npos ? size : size.substr(expanded + 10)));
+}
+
 }  // namespace iotape::test

@@ -80,4 +80,8 @@ std::string iotape_binary();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 
+// The ftrace ring buffer's size per CPU in KiB as a value to write back to
+// buffer_size_kb: it reads "1408", or "7 (expanded: 1408)" before first use.
+std::string tracefs_buffer_kb();
+
 }  // namespace iotape::test
