@@ -72,12 +72,12 @@ Prepared prepare_replay(const ReplayOptions& o) {
     p.plan = make_plan(reader, p.targets, o);
     const auto& meta = reader.header().metadata();
     const auto recorded_idle = meta.find("host.cpu_idle");
-    const std::string idle_here = describe_cpu_idle();
-    if (recorded_idle != meta.end() && recorded_idle->second != idle_here)
+    p.cpu_idle = describe_cpu_idle();
+    if (recorded_idle != meta.end() && recorded_idle->second != p.cpu_idle)
       p.warnings.push_back(fmt::format("the trace was recorded where idle CPUs were set as \"{}\", here as \"{}\": "
                                        "device latency at low queue depth is not comparable (README: Low queue "
                                        "depth on a VM)",
-                                       recorded_idle->second, idle_here.empty() ? "no cpuidle" : idle_here));
+                                       recorded_idle->second, p.cpu_idle.empty() ? "no cpuidle" : p.cpu_idle));
     if (reader.status().damaged)
       p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
                            reader.status().message);
@@ -207,7 +207,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
   m["replay.version"] = kVersion;
-  if (const std::string idle = describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
+  if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
   if (device) {
     m["replay.times"] = "device";
     m["replay.times_devices"] = device->describe();

@@ -26,6 +26,7 @@ struct Prepared {
   std::vector<Target> targets;
   Plan plan;
   std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...
+  std::string cpu_idle;               // how this host's idle CPUs wait (traces/cpu_idle.h), for the result
 };
 
 // Throws TraceError, naming the reason, when the replay must not start: a
