@@ -676,7 +676,7 @@ TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
   CHECK_FALSE(std::filesystem::exists(result));
 }
 
-TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a warning", "[root]") {
+TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a warning; results carry the host's", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
@@ -695,6 +695,12 @@ TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a 
   CHECK(warned.exit_code == 0);
   CHECK(warned.output.find("iotape: warning: the trace was recorded where idle CPUs were set as \"driver acpi_idle, "
                            "governor menu, states C1 + C3\", here as \"" + here + "\"") != std::string::npos);
+  // The result carries this host's setting, and info prints it.
+  REQUIRE(test::run(replay_cmd(same, loop.path(), result, "--times user")).exit_code == 0);
+  CHECK(TraceReader(result).header().metadata().at("host.cpu_idle") == here);
+  const auto info = test::run(test::iotape_binary() + " info " + result);
+  INFO(info.output);
+  CHECK(info.output.find("\ncpu idle   " + here + "\n") != std::string::npos);
 }
 
 TEST_CASE("replay: --fit fail refuses IOs past the target, --fit wrap folds them inside", "[root]") {
