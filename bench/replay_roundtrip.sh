@@ -16,6 +16,10 @@
 #     tracer saw (independent of iotape's programs);
 #   - alone: replayed duration, block-layer read latency p50 and queue-depth
 #     buckets against the recording's (all from `iotape report --json`).
+# Each fio run is also run and captured a second time: the same application
+# again on the same device says how far the device itself repeats a run (its
+# duration for the recorded IO count, read p50, queue-depth buckets), the
+# floor under any replay's figures.
 # Prints one line per run and round, then the medians. Needs root, fio, python3.
 # IDLE_POLL_NS=N: idle vCPUs poll N ns before halting during the run
 # (bench/idle_poll.sh says why).
@@ -118,27 +122,35 @@ compare() {  # NAME ROUND TRACER_BUSY
   "$IOTAPE" report "$W/$1.iot" --json > "$W/rec.json"
   "$IOTAPE" report "$W/$1-traced.iot" --json > "$W/traced.json"
   "$IOTAPE" report "$W/$1-alone.iot" --json > "$W/alone.json"
+  "$IOTAPE" report "$W/$1-again.iot" --json > "$W/again.json"
   python3 - "$W" "$1" "$2" "$3" <<'PY' | tee -a "$W/lines"
 import json, sys
 w, name, rnd, tracer = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-rec, traced, alone = (json.load(open(f"{w}/{f}.json")) for f in ("rec", "traced", "alone"))
+rec, traced, alone, again = (json.load(open(f"{w}/{f}.json")) for f in ("rec", "traced", "alone", "again"))
 busy_err = 100.0 * (traced["busy_time_ns"] - tracer) / tracer
-dur_err = 100.0 * (alone["duration_ns"] - rec["duration_ns"]) / rec["duration_ns"]
-p50r, p50a = rec["d2c_ns"]["read"]["p50"], alone["d2c_ns"]["read"]["p50"]
-lat_err = 100.0 * (p50a - p50r) / p50r
-qd = max(abs(rec["qd_pct"][k] - alone["qd_pct"][k]) for k in rec["qd_pct"])
+def errors(run, duration_ns):
+    dur = 100.0 * (duration_ns - rec["duration_ns"]) / rec["duration_ns"]
+    p50r, p50 = rec["d2c_ns"]["read"]["p50"], run["d2c_ns"]["read"]["p50"]
+    qd = max(abs(rec["qd_pct"][k] - run["qd_pct"][k]) for k in rec["qd_pct"])
+    return dur, 100.0 * (p50 - p50r) / p50r, qd, p50
+dur_err, lat_err, qd, p50a = errors(alone, alone["duration_ns"])
+# fio's second run lasts as long as its first: its duration for the recorded IO count.
+fio_dur, fio_lat, fio_qd, _ = errors(again, again["duration_ns"] * rec["ios"] / again["ios"])
 times = alone["metadata"].get("replay.times", "?")
 print(f"{name} round {rnd}: busy vs blk tracer {busy_err:+.2f}%  duration {dur_err:+.2f}% "
       f"({alone['duration_ns']/1e9:.3f} vs {rec['duration_ns']/1e9:.3f} s)  read p50 {lat_err:+.1f}% "
-      f"({p50a/1e3:.1f} vs {p50r/1e3:.1f} us)  QD buckets max diff {qd:.2f} points  times={times}")
-print(f"DATA {name} {busy_err} {dur_err} {lat_err} {qd}", file=open(f"{w}/data", "a"))
+      f"({p50a/1e3:.1f} vs {rec['d2c_ns']['read']['p50']/1e3:.1f} us)  QD buckets max diff {qd:.2f} points  "
+      f"times={times}\n  fio again: duration {fio_dur:+.2f}%  read p50 {fio_lat:+.1f}%  QD buckets {fio_qd:.2f} points")
+print(f"DATA {name} {busy_err} {dur_err} {lat_err} {qd} {fio_dur} {fio_lat} {fio_qd}", file=open(f"{w}/data", "a"))
 PY
 }
 
 for round in $(seq "$ROUNDS"); do
-  record qd1 --rw=randread --iodepth=1
-  record qd4 --rw=randrw --rwmixread=70 --iodepth=4 --fsync=32
-  record qd32 --rw=randrw --rwmixread=70 --iodepth=32 --fsync=64
+  for again in "" -again; do
+    record qd1$again --rw=randread --iodepth=1
+    record qd4$again --rw=randrw --rwmixread=70 --iodepth=4 --fsync=32
+    record qd32$again --rw=randrw --rwmixread=70 --iodepth=32 --fsync=64
+  done
   for run in qd1 qd4 qd32; do
     busy=$(replay_traced $run)
     compare $run "$round" "$busy"
@@ -151,7 +163,8 @@ for line in open(sys.argv[1]):
     _, name, *v = line.split()
     rows[name].append([float(x) for x in v])
 for name, vs in rows.items():
-    med = [statistics.median(abs(r[i]) for r in vs) for i in range(4)]
+    med = [statistics.median(abs(r[i]) for r in vs) for i in range(7)]
     print(f"median {name}: |busy vs blk tracer| {med[0]:.2f}%  |duration| {med[1]:.2f}%  |read p50| {med[2]:.1f}%  "
-          f"QD buckets {med[3]:.2f} points ({len(vs)} rounds)")
+          f"QD buckets {med[3]:.2f} points ({len(vs)} rounds)\n"
+          f"  fio again: |duration| {med[4]:.2f}%  |read p50| {med[5]:.1f}%  QD buckets {med[6]:.2f} points")
 PY
