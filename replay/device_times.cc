@@ -88,9 +88,10 @@ std::vector<Extent> file_extents(const Target& t, uint64_t base) {
 // A request, or what is left of one after IOs claimed parts of it.
 struct Piece {
   uint64_t end;  // bytes; the start is the map key
-  int64_t issue, complete;
+  int64_t issue, complete;  // never issued: issue is its submission to the block layer
   bool remainder;  // part of a request that already served another IO
-  bool empty_write = false;  // an fsync's empty pre-flush write, not a flush request
+  bool empty_write = false;   // an fsync's empty pre-flush write, not a flush request
+  bool never_issued = false;  // completed by the flush machinery without reaching the device
 };
 
 }  // namespace
@@ -117,9 +118,10 @@ struct DeviceTimes::State {
   void add(const Io& r) {
     if ((r.pid && r.pid != pid) || !r.has_complete() || r.device >= devices.size()) return;
     // A request never issued (the empty pre-flush write of an fsync, which
-    // the flush machinery completes itself) kept the device busy for no time.
-    const int64_t issue = r.has_queue() && r.issue_ns == r.queue_ns ? r.complete_ns : r.issue_ns;
-    const Piece p{r.offset + r.length, issue - offset, r.complete_ns - offset, false, r.op == Op::kWrite};
+    // the flush machinery completes itself) has its queue time as issue time.
+    const bool never_issued = r.has_queue() && r.issue_ns == r.queue_ns;
+    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false, r.op == Op::kWrite,
+                  never_issued};
     if (r.length > 0 && r.op != Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
@@ -227,6 +229,11 @@ struct DeviceTimes::State {
     if (parts == 0 && write && io.op != Op::kFlush) {
       first = write->issue;
       last = write->complete;
+      // Never issued: queued and "issued" when it entered the block layer,
+      // as a recording has it (Io::never_issued), which `report` counts as no
+      // busy time and at that moment for queue depth. The fsync's submission
+      // was earlier, by the io_uring worker's start.
+      if (write->never_issued) io.queue_ns = write->issue;
       ++parts;
     }
     for (const Piece& f : flushes) {
@@ -236,7 +243,7 @@ struct DeviceTimes::State {
         ++parts;
         continue;
       }
-      if (f.complete == f.issue) continue;  // never issued: no busy time to account for
+      if (f.never_issued) continue;  // no busy time to account for
       Io r = io;
       r.op = Op::kFlush;
       r.flags = 0;

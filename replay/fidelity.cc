@@ -23,7 +23,7 @@ void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns,
   if (replayed.status != 0) ++errors_;
   // The recording's figures as `report` computes them (see Io::never_issued).
   if (!io.rec_never_issued) recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
-  if (replayed.has_complete()) {
+  if (replayed.has_complete() && !replayed.never_issued()) {
     replayed_intervals_.emplace(replayed.issue_ns, replayed.complete_ns);
     if (replayed_intervals_.size() > kBusyWindow) {
       replayed_busy_.add(replayed_intervals_.top().first, replayed_intervals_.top().second);

@@ -123,7 +123,7 @@ TEST_CASE("histogram percentiles are within the documented bound of exact ones, 
 // its own and completes the empty pre-flush write without issuing it (record
 // and the blktrace importers give that write its queue time as issue time).
 // The device was busy only for the flush request, as the blk tracer's D and C
-// events and a replay result (an instant at the completion) have it.
+// events have it; a replay result keeps that write's queue time as issue time too.
 TEST_CASE("an fsync's empty write the device never saw adds no busy time and no queue depth") {
   test::TempDir dir;
   const std::string path = dir.file("fsync.iot");

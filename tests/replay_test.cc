@@ -383,10 +383,11 @@ TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts
   CHECK(reorders > 0);
 }
 
-TEST_CASE("replay fidelity: the recorded busy time counts no time for an fsync's empty write the device never saw") {
+TEST_CASE("replay fidelity: busy time counts no time for an fsync's empty write the device never saw") {
   // A read at 0-100, an empty pre-flush write queued at 100 and completed by
   // the flush machinery at 166 (its flush request, a separate IO, at 112-160),
-  // a write at 200-250: busy 100 + 48 + 50, as `report` counts it.
+  // a write at 200-250: busy 100 + 48 + 50, as `report` counts it. The
+  // replay's result has the same times, its empty write as a recording has it.
   replay::Fidelity fidelity(false);
   const auto add = [&](uint64_t index, int64_t start, int64_t end, bool never_issued) {
     replay::ReplayIo io;
@@ -394,7 +395,14 @@ TEST_CASE("replay fidelity: the recorded busy time counts no time for an fsync's
     io.rec_time_ns = start;
     io.rec_complete_ns = end;
     io.rec_never_issued = never_issued;
-    fidelity.add(io, Io{}, 0, 0, 1);
+    Io replayed;
+    replayed.op = never_issued ? Op::kWrite : Op::kRead;
+    replayed.flags = never_issued ? flag::kPreflush : 0;
+    replayed.queue_ns = replayed.issue_ns = start;
+    replayed.complete_ns = end;
+    replayed.length = never_issued ? 0 : 4096;
+    REQUIRE(replayed.never_issued() == never_issued);
+    fidelity.add(io, replayed, 0, 0, 1);
   };
   add(0, 0, 100, false);
   add(1, 100, 166, true);
@@ -402,6 +410,7 @@ TEST_CASE("replay fidelity: the recorded busy time counts no time for an fsync's
   add(3, 200, 250, false);
   const auto s = fidelity.summary();
   CHECK(s.recorded_busy_ns == 198);
+  CHECK(s.replayed_busy_ns == 198);
   // Queue depth at issue: 1, 1 (the read completed at 100), 1 (the empty write is outstanding for nobody), 1.
   CHECK(s.recorded_qd[0] == 4);
 }
@@ -852,7 +861,11 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
       continue;
     }
     if (io.op == Op::kFlush) ++flush_ios;
-    if (io.op == Op::kWrite && io.length == 0) CHECK(io.issue_ns == io.complete_ns);  // never issued: an instant
+    // Never issued: queued and issued at its entry into the block layer, as recorded.
+    if (io.op == Op::kWrite && io.length == 0) {
+      CHECK(io.never_issued());
+      CHECK(io.queue_ns < io.complete_ns);
+    }
   }
   CHECK(without_completion == untimed);
   CHECK(fsync_ios == fsyncs);
