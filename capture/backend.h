@@ -53,9 +53,11 @@ class Backend {
   virtual int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) = 0;
   // Events lost so far (buffer overruns): the trace stores the count.
   virtual uint64_t dropped() = 0;
-  // Completions recorded without their submission (in flight when the capture
-  // began, or a submission event the kernel did not deliver).
+  // Completions that matched no submission (in flight when the capture began,
+  // or a submission event the kernel did not deliver), and their bytes: they
+  // cannot be placed in time, so they are counted, not passed on as IOs.
   virtual uint64_t unmatched() { return 0; }
+  virtual uint64_t unmatched_bytes() { return 0; }
   // Stops capturing and passes `sink` the IOs issued but not completed so far
   // (in flight at the stop, or whose completion the kernel never delivered).
   virtual void finish(const IoSink& /*sink*/) {}

@@ -269,6 +269,8 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   }
 
   uint64_t uncompleted() override { return uncompleted_; }
+  uint64_t unmatched() override { return assembler_.unmatched_completions(); }
+  uint64_t unmatched_bytes() override { return assembler_.unmatched_completion_bytes(); }
 
  private:
   // One CPU's ring buffer: its pipe, and the events read but not yet merged.

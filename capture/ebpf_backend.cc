@@ -179,6 +179,7 @@ class EbpfBackend final : public Backend {
   int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
     int64_t oldest = boottime_ns() - kStampSlackNs;
     const bool whole = for_each_entry([&](const iotrace_inflight& e) {
+      if (e.sent) return;  // passed on already, waiting only for its flush sequence's end
       // An entry's IO goes out with its issue time or, completed without
       // being issued (an fsync's empty write), its queue time. Both 0: being
       // opened right now.
@@ -204,6 +205,9 @@ class EbpfBackend final : public Backend {
 
   uint64_t dropped() override { return last_dropped_ = counter(IOTRACE_DROPS, last_dropped_); }
   uint64_t unmatched() override { return last_unmatched_ = counter(IOTRACE_UNMATCHED, last_unmatched_); }
+  uint64_t unmatched_bytes() override {
+    return last_unmatched_bytes_ = counter(IOTRACE_UNMATCHED_BYTES, last_unmatched_bytes_);
+  }
   uint64_t uncompleted() override {
     return left_in_flight_ + (last_uncompleted_ = counter(IOTRACE_UNCOMPLETED, last_uncompleted_));
   }
@@ -299,7 +303,7 @@ class EbpfBackend final : public Backend {
 
   // An open entry that was issued: its IO without a completion time.
   void send_uncompleted(const iotrace_inflight& s, const IoSink& sink) {
-    if (!s.rq || !s.issue_ns) return;
+    if (!s.rq || !s.issue_ns || s.sent) return;
     iotrace_event e{};
     e.queue_ns = s.queue_ns;
     e.issue_ns = s.issue_ns;
@@ -346,8 +350,8 @@ class EbpfBackend final : public Backend {
 
   static Io to_io(const iotrace_event& e) {
     Io io;
-    // A request seen only at completion still gets a place in time.
-    const uint64_t issue = e.issue_ns ? e.issue_ns : (e.queue_ns ? e.queue_ns : e.complete_ns);
+    // An fsync's empty write is completed without being issued: its queue time stands as issue time.
+    const uint64_t issue = e.issue_ns ? e.issue_ns : e.queue_ns;
     io.issue_ns = static_cast<int64_t>(issue);
     if (e.queue_ns) io.queue_ns = static_cast<int64_t>(e.queue_ns);
     if (e.complete_ns) io.complete_ns = static_cast<int64_t>(e.complete_ns);
@@ -385,6 +389,7 @@ class EbpfBackend final : public Backend {
   void* rings_ = nullptr;      // the CPUs' ring positions
   uint64_t last_dropped_ = 0;
   uint64_t last_unmatched_ = 0;
+  uint64_t last_unmatched_bytes_ = 0;
   uint64_t last_uncompleted_ = 0;
   uint64_t left_in_flight_ = 0;  // IOs finish() found issued and not completed
 };

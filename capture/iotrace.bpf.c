@@ -9,6 +9,16 @@
  * closes it for a request merged into another). Requests the kernel makes
  * itself (flushes, passthrough) get their entry at issue, without a submitter.
  *
+ * A write the flush machinery sequences (a preflush or FUA write on a device
+ * with a write cache) completes twice: once when its data is done (the
+ * request still marked RQF_FLUSH_SEQ), and again, with no bytes left, when
+ * the flush after it is done. Its record goes out at the first, when the
+ * device finished the data; the second closes the entry and records nothing.
+ * The kernel's own counters count such a write once. A completion that finds
+ * no entry (its request was in flight before the capture began, or the
+ * kernel did not run our program at its submission) cannot be placed in time:
+ * it is counted (IOTRACE_UNMATCHED, and its bytes), not recorded as an IO.
+ *
  * The entry lives in the request's own slot of an array: a request keeps its
  * tag (the scheduler's, or the driver's without one) from allocation to free,
  * so (device, hardware queue, tag) names it without hashing, locking or
@@ -133,8 +143,8 @@ struct {
 
 /* Per-CPU counters: [IOTRACE_DROPS] records lost because the ring buffer or
  * the in-flight table was full; [IOTRACE_UNMATCHED] completions that found no
- * in-flight entry (in flight before the capture, or a missed submission):
- * still recorded, without submitter and issue time; [IOTRACE_UNCOMPLETED]
+ * in-flight entry (in flight before the capture, or a missed submission), and
+ * [IOTRACE_UNMATCHED_BYTES] their bytes: not recorded; [IOTRACE_UNCOMPLETED]
  * issued entries found stale when their slot was reused: recorded without a
  * completion time. */
 struct {
@@ -156,12 +166,17 @@ struct request___mq {
 	struct blk_mq_hw_ctx *mq_hctx;
 } __attribute__((preserve_access_index));
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_n(__u32 which, __u64 by)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &which);
 
 	if (n)
-		*n += 1;
+		*n += by;
+}
+
+static __always_inline void count(__u32 which)
+{
+	count_n(which, 1);
 }
 
 static __always_inline void count_drop(void)
@@ -274,13 +289,30 @@ static __always_inline __u8 op_of(__u32 cmd_flags)
 	}
 }
 
+enum rqf_flags___new {
+	__RQF_FLUSH_SEQ___new = 1,
+};
+
+/* Whether `rq` is in a flush sequence: RQF_FLUSH_SEQ, an enum bit since 6.10,
+ * bit 4 before (5.10 to 6.9). */
+static __always_inline bool in_flush_sequence(struct request *rq)
+{
+	__u32 bit = 4;
+
+	if (bpf_core_enum_value_exists(enum rqf_flags___new, __RQF_FLUSH_SEQ___new))
+		bit = bpf_core_enum_value(enum rqf_flags___new, __RQF_FLUSH_SEQ___new);
+	return BPF_CORE_READ(rq, rq_flags) & (1u << bit);
+}
+
 #define FLAG(kernel_bit, ours) \
 	((cmd_flags & (1u << bpf_core_enum_value(enum req_flag_bits, kernel_bit))) ? (ours) : 0)
 
+/* A flush request carries REQ_PREFLUSH too: the flag means "a flush before
+ * this write", so a flush goes without it, as the blktrace back end has it. */
 static __always_inline __u16 flags_of(__u32 cmd_flags)
 {
 	return FLAG(__REQ_SYNC, IOTRACE_F_SYNC) | FLAG(__REQ_FUA, IOTRACE_F_FUA) |
-	       FLAG(__REQ_PREFLUSH, IOTRACE_F_PREFLUSH) | FLAG(__REQ_META, IOTRACE_F_META) |
+	       ((cmd_flags & 0xff) == 2 ? 0 : FLAG(__REQ_PREFLUSH, IOTRACE_F_PREFLUSH)) | FLAG(__REQ_META, IOTRACE_F_META) |
 	       FLAG(__REQ_RAHEAD, IOTRACE_F_RAHEAD) | FLAG(__REQ_BACKGROUND, IOTRACE_F_BACKGROUND) |
 	       FLAG(__REQ_NOMERGE, IOTRACE_F_NOMERGE);
 }
@@ -340,7 +372,7 @@ static __always_inline void flush_stale(const struct iotrace_inflight *s)
 {
 	struct iotrace_event *e;
 
-	if (s->rq && s->issue_ns) {
+	if (s->rq && s->issue_ns && !s->sent) {
 		count(IOTRACE_UNCOMPLETED);
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (!e) {
@@ -479,7 +511,6 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	struct iotrace_device *dev = device_of(rq);
-	struct iotrace_inflight unmatched = {};
 	struct iotrace_inflight *s;
 	__u32 left;
 
@@ -487,21 +518,25 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		return 0;
 	s = entry_of(rq, dev);
 	if (!s) {
-		/* Nothing is dropped silently: record what the completion knows. */
-		if (filtering_submitter())
-			return 0;
-		unmatched.device = dev->index;
-		s = &unmatched;
-		count(IOTRACE_UNMATCHED);
+		/* Nothing is dropped silently: count what cannot be placed. */
+		if (!filtering_submitter()) {
+			count(IOTRACE_UNMATCHED);
+			count_n(IOTRACE_UNMATCHED_BYTES, rq->__data_len);
+		}
+		return 0;
+	}
+	if (s->sent) { /* the end of its flush sequence: recorded at its data's completion */
+		close_entry(rq, s);
+		return 0;
 	}
 	left = rq->__data_len;
-	if (s == &unmatched) {
-		s->op = op_of(rq->cmd_flags);
-		s->flags = flags_of(rq->cmd_flags);
-	}
 	/* A partial completion reports the bytes done; the rest follows. */
 	emit_completion(s, rq->__sector, nr_bytes < left ? nr_bytes : left, error, bpf_ktime_get_boot_ns());
-	if (nr_bytes >= left && s != &unmatched)
+	if (nr_bytes < left)
+		return 0;
+	if (s->op != IOTRACE_OP_FLUSH && in_flush_sequence(rq))
+		s->sent = 1;
+	else
 		close_entry(rq, s);
 	return 0;
 }

@@ -11,7 +11,8 @@
 #define IOTRACE_DROPS 0
 #define IOTRACE_UNMATCHED 1
 #define IOTRACE_UNCOMPLETED 2
-#define IOTRACE_COUNTERS 3
+#define IOTRACE_UNMATCHED_BYTES 3
+#define IOTRACE_COUNTERS 4
 
 /* Op codes and flag bits, already translated from the kernel's request
  * flags (whose bit positions vary between kernels) to iotape's. */
@@ -79,7 +80,9 @@ struct iotrace_inflight {
 	__u16 flags;     /* enum iotrace_flag bits, as submitted, then as issued */
 	__u8 op;
 	__u8 in_slot;    /* 1 = in the slot array, 0 = in the hash table */
-	__u32 pad;
+	__u32 sent;      /* 1 = its record went out when its data completed; the flush
+			  * machinery completes it once more, with no bytes, after the
+			  * flush that follows (RQF_FLUSH_SEQ), and that closes it */
 	char comm[IOTRACE_COMM_LEN];
 };
 

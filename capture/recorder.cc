@@ -182,6 +182,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     }
     r.unmatched = backend->unmatched();
     out.set_metadata("capture.unmatched_completions", std::to_string(r.unmatched));
+    r.unmatched_bytes = backend->unmatched_bytes();
+    out.set_metadata("capture.unmatched_completion_bytes", std::to_string(r.unmatched_bytes));
     r.uncompleted = backend->uncompleted();
     out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();

@@ -48,7 +48,8 @@ struct RecordOptions {
 struct RecordResult {
   uint64_t ios = 0;
   uint64_t dropped = 0;
-  uint64_t unmatched = 0;    // IOs recorded from their completion alone
+  uint64_t unmatched = 0;    // completions that matched no submission: counted, not recorded
+  uint64_t unmatched_bytes = 0;
   uint64_t uncompleted = 0;  // IOs recorded without a completion
   uint64_t file_bytes = 0;
   std::vector<std::string> paths;

@@ -62,7 +62,10 @@ void run_record(RecordCli& c) {
   fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
              fmt::join(r.paths, " "));
   if (r.unmatched)
-    fmt::print(stderr, "iotape: {} IOs seen only at completion (no submitter, issue time unknown)\n", r.unmatched);
+    fmt::print(stderr,
+               "iotape: {} completions ({} bytes) matched no submission (in flight when the capture began): "
+               "counted in the metadata, not recorded as IOs\n",
+               r.unmatched, r.unmatched_bytes);
   if (r.uncompleted)
     fmt::print(stderr, "iotape: {} IOs issued without a completion in the capture (kept without one)\n",
                r.uncompleted);

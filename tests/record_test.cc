@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,7 @@
 
 #include "capture/issue_order.h"
 #include "capture/recorder.h"
+#include "tests/blk_tracer.h"
 #include "tests/test_support.h"
 #include "traces/reader.h"
 
@@ -1141,6 +1143,255 @@ TEST_CASE("a stuck request is written late and holds back no other IO", "[record
     CHECK(stuck_latency > kFlushInterval);
     CHECK(reader.late_ios() == 1);
   }
+}
+
+namespace {
+
+// A file system's own IO: ext4 with its journal on a loop device, under
+// sqlite commits, fsynced files, git, tar, rm and fstrim. Journal commits
+// are preflush and FUA writes the kernel's flush machinery sequences.
+class Ext4 {
+ public:
+  Ext4(const LoopDevice& loop, const std::string& dir) : mnt_(dir + "/mnt") {
+    const auto mkfs = run("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 " + loop.path());
+    REQUIRE(mkfs.exit_code == 0);
+    std::filesystem::create_directories(mnt_);
+    REQUIRE(run("mount " + loop.path() + " " + mnt_).exit_code == 0);
+  }
+  ~Ext4() { run("umount " + mnt_); }
+  Ext4(const Ext4&) = delete;
+  Ext4& operator=(const Ext4&) = delete;
+
+  // Application work in folder `name` of the file system, then sync.
+  void work(const std::string& name) const {
+    const std::string d = mnt_ + "/" + name;
+    const std::string script = "set -e; mkdir " + d + "; cd " + d + R"(
+python3 - <<'PY'
+import os, sqlite3
+c = sqlite3.connect('t.db')
+c.execute('create table t(a, b)')
+for i in range(150):
+    c.execute('insert into t values(?, ?)', (i, 'x' * 300)); c.commit()
+c.close()
+for i in range(100):
+    fd = os.open('f%d' % i, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b'y' * 8192); os.fsync(fd); os.close(fd)
+PY
+cp -r /usr/include/linux inc
+git init -q g && cp -r inc/usb g/ && git -C g add -A && git -C g -c user.name=t -c user.email=t@t commit -qm w
+tar cf a.tar inc
+sync
+rm -rf inc g a.tar
+sync
+fstrim )" + mnt_ + "\nsync\n";
+    const auto r = run("sh -c '" + escape(script) + "'");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+
+ private:
+  static std::string escape(const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out;
+  }
+  std::string mnt_;
+};
+
+// The device's counters once nothing is in flight and they stop moving, and
+// when (CLOCK_BOOTTIME, the traces' clock) they were read: an IO a trace
+// shows completed before then is in them, one after is not.
+struct QuietStat {
+  BlockStat stat;
+  int64_t at_ns;
+  int64_t monotonic_at_ns;  // the same moment on CLOCK_MONOTONIC, the blk tracer's clock here
+};
+
+int64_t monotonic_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+QuietStat quiet_stat(const LoopDevice& loop) {
+  BlockStat last = block_stat(loop.name());
+  for (int t = 0; t < 100; ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const BlockStat now = block_stat(loop.name());
+    const int64_t at = capture::boottime_ns(), monotonic_at = monotonic_ns();
+    if (now.in_flight == 0 && std::memcmp(&now, &last, sizeof now) == 0) return {now, at, monotonic_at};
+    last = now;
+  }
+  FAIL("the device did not go quiet");
+  return {};
+}
+
+// What /sys/block/*/stat counts, tallied from a trace: the kernel counts a
+// write-zeroes as a write and an fsync's empty write as one too.
+struct DeviceTally {
+  uint64_t reads = 0, writes = 0, discards = 0, flushes = 0;
+  uint64_t read_bytes = 0, write_bytes = 0, discard_bytes = 0;
+};
+
+// The IOs of `t` completed between the two readings of the counters.
+DeviceTally tally(const TraceContents& t, const QuietStat& before, const QuietStat& after) {
+  DeviceTally d;
+  for (const Io& io : t.all) {
+    if (io.complete_ns < before.at_ns || io.complete_ns > after.at_ns) continue;
+    switch (io.op) {
+      case Op::kRead: ++d.reads, d.read_bytes += io.length; break;
+      case Op::kWrite:
+      case Op::kWriteZeroes: ++d.writes, d.write_bytes += io.length; break;
+      case Op::kDiscard: ++d.discards, d.discard_bytes += io.length; break;
+      case Op::kFlush: ++d.flushes; break;
+      default: break;
+    }
+  }
+  return d;
+}
+
+void check_against_stat(const TraceContents& t, const QuietStat& quiet_before, const QuietStat& quiet_after) {
+  const DeviceTally d = tally(t, quiet_before, quiet_after);
+  const BlockStat &before = quiet_before.stat, &after = quiet_after.stat;
+  CHECK(t.dropped == 0);
+  CHECK(t.other_device == 0);
+  CHECK(t.without_completion == 0);
+  CHECK(d.reads == after.read_ios - before.read_ios);
+  CHECK(d.writes == after.write_ios - before.write_ios);
+  CHECK(d.discards == after.discard_ios - before.discard_ios);
+  CHECK(d.flushes == after.flush_ios - before.flush_ios);
+  CHECK(d.read_bytes == (after.read_sectors - before.read_sectors) * 512);
+  CHECK(d.write_bytes == (after.write_sectors - before.write_sectors) * 512);
+  CHECK(d.discard_bytes == (after.discard_sectors - before.discard_sectors) * 512);
+  CHECK(d.writes > 1000);  // the journal's writes, the data and the fsyncs
+  CHECK(d.discards > 0);
+  CHECK(d.flushes > 100);
+}
+
+// The capture's closing count of completions it could not place.
+uint64_t unmatched_completions(const std::string& path) {
+  TraceReader last(path);
+  REQUIRE(last.index());
+  for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
+    if (const auto it = m->find("capture.unmatched_completions"); it != m->end()) return std::stoull(it->second);
+  FAIL("no capture.unmatched_completions in " << path);
+  return 0;
+}
+
+// (op, offset, length) of every IO the device was issued, as the blk tracer
+// names ops; the flush requests as ('N', 0, 0).
+using Request = std::tuple<char, uint64_t, uint64_t>;
+
+std::vector<std::pair<Request, int64_t>> issued_requests(const TraceContents& t, const QuietStat& before,
+                                                         const QuietStat& after) {
+  std::vector<std::pair<Request, int64_t>> out;
+  for (const Io& io : t.all) {
+    if (!io.has_complete() || (io.op == Op::kWrite && io.length == 0)) continue;  // an empty write is never issued
+    if (io.complete_ns < before.at_ns || io.complete_ns > after.at_ns) continue;
+    const char op = io.op == Op::kRead      ? 'R'
+                    : io.op == Op::kWrite   ? 'W'
+                    : io.op == Op::kDiscard ? 'D'
+                    : io.op == Op::kFlush   ? 'N'
+                                            : '?';
+    out.push_back({{op, io.op == Op::kFlush ? 0 : io.offset, io.length}, io.complete_ns - io.issue_ns});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("both back ends record a file system's IO exactly as the device counts it", "[record][ebpf][blktrace]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  Ext4 fs(loop, dir.path());
+  quiet_stat(loop);
+  Recording ebpf("ebpf", loop.path(), dir.file("e.iot"), dir.file("e.log"));
+  Recording blk("blktrace", loop.path(), dir.file("b.iot"), dir.file("b.log"));
+  const QuietStat before = quiet_stat(loop);
+  fs.work("a");
+  const QuietStat after = quiet_stat(loop);
+  REQUIRE(ebpf.stop(SIGINT) == 0);
+  REQUIRE(blk.stop(SIGTERM) == 0);
+  INFO(read_file(dir.file("e.log")) << read_file(dir.file("b.log")));
+  const auto e = read_trace({dir.file("e.iot")}, loop.dev_major(), loop.dev_minor());
+  const auto b = read_trace({dir.file("b.iot")}, loop.dev_major(), loop.dev_minor());
+  {
+    INFO("ebpf");
+    check_against_stat(e, before, after);
+    CHECK(unmatched_completions(dir.file("e.iot")) == 0);
+  }
+  {
+    INFO("blktrace");
+    check_against_stat(b, before, after);
+    CHECK(unmatched_completions(dir.file("b.iot")) == 0);
+  }
+  // One by one: the same requests, with the same submitters.
+  auto keyed = [](const TraceContents& t) {
+    std::multiset<std::tuple<int, uint64_t, uint64_t, uint32_t, uint32_t>> s;
+    for (const Io& io : t.all) s.emplace(static_cast<int>(io.op), io.offset, io.length, io.flags & flag::kPreflush, io.pid);
+    return s;
+  };
+  const auto ek = keyed(e), bk = keyed(b);
+  std::vector<std::tuple<int, uint64_t, uint64_t, uint32_t, uint32_t>> only_e, only_b;
+  std::set_difference(ek.begin(), ek.end(), bk.begin(), bk.end(), std::back_inserter(only_e));
+  std::set_difference(bk.begin(), bk.end(), ek.begin(), ek.end(), std::back_inserter(only_b));
+  auto describe = [](const auto& ios) {
+    std::ostringstream s;
+    for (size_t i = 0; i < std::min<size_t>(ios.size(), 5); ++i) {
+      const auto& [op, off, len, pre, pid] = ios[i];
+      s << " (op " << op << " offset " << off << " length " << len << " preflush " << pre << " pid " << pid << ")";
+    }
+    return s.str();
+  };
+  INFO("only the ebpf back end has" << describe(only_e) << "; only the blktrace back end has" << describe(only_b));
+  CHECK(only_e.size() == 0);
+  CHECK(only_b.size() == 0);
+}
+
+TEST_CASE("ebpf back end records a file system's requests as the blk tracer sees them, one by one", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  Ext4 fs(loop, dir.path());
+  quiet_stat(loop);
+  Recording ebpf("ebpf", loop.path(), dir.file("e.iot"), dir.file("e.log"));
+  BlkTrace tracer(loop, /*keep_merges=*/true, /*buffer_kb=*/65536);
+  const QuietStat before = quiet_stat(loop);
+  fs.work("a");
+  const QuietStat after = quiet_stat(loop);
+  REQUIRE(ebpf.stop(SIGINT) == 0);
+  INFO(read_file(dir.file("e.log")));
+  const auto e = read_trace({dir.file("e.iot")}, loop.dev_major(), loop.dev_minor());
+  check_against_stat(e, before, after);
+  REQUIRE(tracer.overwritten() == 0);
+  std::map<Request, std::vector<int64_t>> traced, recorded;
+  for (const auto& r : tracer.completed_requests())
+    if (r.complete_ns >= before.monotonic_at_ns && r.complete_ns <= after.monotonic_at_ns)
+      traced[{r.op, r.offset, r.length}].push_back(r.complete_ns - r.issue_ns);
+  for (const auto& [key, latency] : issued_requests(e, before, after)) recorded[key].push_back(latency);
+  uint64_t requests = 0, other_count = 0;
+  std::vector<int64_t> latency_diffs;
+  for (const auto& [key, latencies] : traced) {
+    requests += latencies.size();
+    const auto it = recorded.find(key);
+    if (it == recorded.end() || it->second.size() != latencies.size()) {
+      ++other_count;
+      continue;
+    }
+    for (size_t i = 0; i < latencies.size(); ++i) latency_diffs.push_back(std::llabs(latencies[i] - it->second[i]));
+  }
+  uint64_t recorded_requests = 0;
+  for (const auto& [key, latencies] : recorded) recorded_requests += latencies.size();
+  INFO(requests << " requests traced, " << recorded_requests << " recorded");
+  CHECK(recorded_requests == requests);
+  CHECK(other_count == 0);
+  CHECK(recorded.size() == traced.size());
+  REQUIRE(latency_diffs.size() > 1000);
+  std::sort(latency_diffs.begin(), latency_diffs.end());
+  // The tracer prints microseconds.
+  CHECK(latency_diffs[latency_diffs.size() / 2] < 3'000);
 }
 
 }  // namespace iotape::test

@@ -28,6 +28,7 @@
 #include "replay/fidelity.h"
 #include "replay/options.h"
 #include "replay/schedule.h"
+#include "tests/blk_tracer.h"
 #include "tests/test_support.h"
 #include "traces/cpu_idle.h"
 #include "traces/reader.h"
@@ -35,6 +36,7 @@
 #include "units/units.h"
 
 using namespace iotape;
+using iotape::test::BlkTrace;
 using iotape::test::LoopDevice;
 using iotape::test::read_file;
 using iotape::test::TempDir;
@@ -85,117 +87,6 @@ std::string replay_cmd(const std::string& trace, const std::string& target, cons
                        const std::string& extra) {
   return iotape::test::iotape_binary() + " replay " + trace + " --target " + target + " -o " + result + " " + extra;
 }
-
-// The ftrace blk tracer on one device: issue (D) events as (op letter, byte
-// offset, bytes). Restores the tracer, the device switch and the merge
-// setting it changed, and unmounts tracefs if it mounted it.
-class BlkTrace {
- public:
-  explicit BlkTrace(const LoopDevice& dev) : dev_(dev) {
-    if (!std::filesystem::exists(kDir + "/current_tracer")) {
-      REQUIRE(::mount("nodev", kDir.c_str(), "tracefs", 0, nullptr) == 0);
-      mounted_ = true;
-    }
-    // Merged requests would hide the IOs that were issued.
-    nomerges_ = read_file(sys("queue/nomerges"));
-    write_file(sys("queue/nomerges"), "2");
-    // CLOCK_MONOTONIC, the replay's clock; the option file lists the clocks
-    // with the one in use in brackets.
-    const std::string clocks = read_file(kDir + "/trace_clock");
-    const auto open = clocks.find('['), close = clocks.find(']');
-    if (open != std::string::npos && close != std::string::npos) clock_ = clocks.substr(open + 1, close - open - 1);
-    write_file(kDir + "/trace_clock", "mono");
-    buffer_kb_ = test::tracefs_buffer_kb();
-    write_file(kDir + "/buffer_size_kb", "8192");
-    write_file(kDir + "/current_tracer", "nop");
-    write_file(kDir + "/trace", "");
-    write_file(sys("trace/enable"), "1");
-    write_file(kDir + "/current_tracer", "blk");
-  }
-  ~BlkTrace() {
-    write_file(kDir + "/current_tracer", "nop");
-    write_file(sys("trace/enable"), "0");
-    write_file(sys("queue/nomerges"), nomerges_);
-    if (!clock_.empty()) write_file(kDir + "/trace_clock", clock_);
-    write_file(kDir + "/buffer_size_kb", buffer_kb_);
-    write_file(kDir + "/trace", "");
-    if (mounted_) ::umount(kDir.c_str());
-  }
-  // Reads what was traced so far. Lines look like
-  //   iotape-123 [001] ..... 12.345678:   7,0    D   R 2048 + 8 [iotape]
-  std::multiset<std::tuple<char, uint64_t, uint64_t>> issued() const {
-    std::multiset<std::tuple<char, uint64_t, uint64_t>> out;
-    for (const Event& e : events())
-      if (e.action == 'D') out.emplace(e.op, e.offset, e.length);
-    return out;
-  }
-
-  // Each request's issue (D) to completion (C), in nanoseconds of the
-  // tracer's clock (printed to the microsecond), matched by op and range.
-  std::vector<std::pair<int64_t, int64_t>> requests() const { return spans('D', 'C'); }
-
-  // Each request's wait from its queueing (Q) to its issue (D), in nanoseconds.
-  std::vector<int64_t> queue_waits() const {
-    std::vector<int64_t> out;
-    for (const auto& [queued, issued] : spans('Q', 'D')) out.push_back(issued - queued);
-    return out;
-  }
-
- private:
-  struct Event {
-    char action, op;
-    uint64_t offset, length;
-    int64_t time_ns;
-  };
-  // Each `from` event's time and that of the next `to` event of the same op
-  // and range.
-  std::vector<std::pair<int64_t, int64_t>> spans(char from, char to) const {
-    std::map<std::tuple<char, uint64_t, uint64_t>, std::queue<int64_t>> open;
-    std::vector<std::pair<int64_t, int64_t>> out;
-    for (const Event& e : events()) {
-      const auto key = std::make_tuple(e.op, e.offset, e.length);
-      if (e.action == from) {
-        open[key].push(e.time_ns);
-      } else if (auto it = open.find(key); e.action == to && it != open.end() && !it->second.empty()) {
-        out.emplace_back(it->second.front(), e.time_ns);
-        it->second.pop();
-      }
-    }
-    return out;
-  }
-  std::vector<Event> events() const {
-    std::vector<Event> out;
-    std::istringstream in(read_file(kDir + "/trace"));
-    const std::string devno = std::to_string(dev_.dev_major()) + "," + std::to_string(dev_.dev_minor());
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::vector<std::string> w;
-      for (std::string s; f >> s;) w.push_back(s);
-      auto it = std::find(w.begin(), w.end(), devno);
-      if (it == w.end() || it == w.begin() || w.end() - it < 6 || (it[1] != "Q" && it[1] != "D" && it[1] != "C") ||
-          it[4] != "+")
-        continue;
-      const std::string& stamp = it[-1];  // "12.345678:"
-      const auto dot = stamp.find('.');
-      if (dot == std::string::npos) continue;
-      const int64_t t = std::stoll(stamp.substr(0, dot)) * 1'000'000'000 + std::stoll(stamp.substr(dot + 1, 6)) * 1'000;
-      const std::string& rwbs = it[2];
-      const char op = rwbs.find('W') != std::string::npos   ? 'W'
-                      : rwbs.find('R') != std::string::npos ? 'R'
-                      : rwbs.find('D') != std::string::npos ? 'D'
-                                                            : 'N';
-      out.push_back({it[1][0], op, std::stoull(it[3]) * 512, std::stoull(it[5]) * 512, t});
-    }
-    return out;
-  }
-
-  std::string sys(const std::string& f) const { return "/sys/block/" + dev_.name() + "/" + f; }
-  inline static const std::string kDir = "/sys/kernel/tracing";
-  const LoopDevice& dev_;
-  bool mounted_ = false;
-  std::string nomerges_, clock_, buffer_kb_;
-};
 
 // Length of the union of intervals.
 int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> v) {

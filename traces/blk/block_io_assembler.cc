@@ -308,6 +308,8 @@ class BlockIoAssembler::Impl {
     }
     note(unmatched_completions_,
          "C events matched no D (issued before the trace started, or a bio-based device)");
+    note(flush_sequence_ends_,
+         "C events of no bytes ended a preflush or FUA write's flush sequence (its second completion: not an IO)");
     note(unmatched_merges_, "merge (M/F) events matched no queued request");
     note(unqueued_issues_, "D events had no Q, G or I (queue time, pid and process name unknown)");
     note(in_flight_.size(), "requests were issued but not completed when the trace ended");
@@ -328,6 +330,9 @@ class BlockIoAssembler::Impl {
     in_flight_.for_each(visit);
     return oldest;
   }
+
+  uint64_t unmatched_completions() const { return unmatched_completions_; }
+  uint64_t unmatched_completion_bytes() const { return unmatched_completion_bytes_; }
 
   uint64_t write_outstanding(int64_t before_ns) {
     uint64_t written = 0;
@@ -429,16 +434,27 @@ class BlockIoAssembler::Impl {
       if (queued_.front(k)) bio = queued_.take_front(k);
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
       if (bio && bio->empty_preflush && bio->queue_ns != kNoTime) return complete_unissued(*bio, ev, place);
-      // Without queue events (blktrace -a issue,complete), an fsync's empty
-      // write shows only as the C of a write of no data.
-      if (!bio && ev.bytes == 0 && (ev.categories() & category::kWrite) && !census_.has(kQueue) &&
-          !census_.has(kGetrq) && !census_.has(kInsert)) {
-        Request unqueued;
-        unqueued.start = ev.sector;
-        set_op(unqueued, ev);
-        return complete_unissued(unqueued, ev, place);
+      if (!bio && ev.bytes == 0 && (ev.categories() & category::kWrite)) {
+        // Without queue events (blktrace -a issue,complete), an fsync's empty
+        // write shows only as the C of a write of no data, at sector 0 (its
+        // bio's).
+        const bool queue_events = census_.has(kQueue) || census_.has(kGetrq) || census_.has(kInsert);
+        if (!queue_events && ev.sector == 0) {
+          Request unqueued;
+          unqueued.start = ev.sector;
+          set_op(unqueued, ev);
+          return complete_unissued(unqueued, ev, place);
+        }
+        // The flush machinery completes a write it sequenced (preflush or
+        // FUA, on a drive with a write cache) twice: when its data is done
+        // (the IO, written then) and, with no bytes, after the flush that
+        // follows. The kernel counts the write once; so does the trace.
+        ++flush_sequence_ends_;
+        ++report_.skipped;
+        return;
       }
       ++unmatched_completions_;
+      unmatched_completion_bytes_ += ev.bytes;
       ++report_.skipped;
       return;
     }
@@ -544,6 +560,8 @@ class BlockIoAssembler::Impl {
   std::unordered_map<uint32_t, std::string> comms_;  // pid -> process name, from notify records
   std::unordered_map<uint32_t, uint32_t> devices_;   // dev_t -> device index
   uint64_t unmatched_completions_ = 0;
+  uint64_t unmatched_completion_bytes_ = 0;
+  uint64_t flush_sequence_ends_ = 0;
   uint64_t unmatched_merges_ = 0;
   uint64_t unqueued_issues_ = 0;
   uint64_t requeues_ = 0;
@@ -568,5 +586,7 @@ int64_t BlockIoAssembler::oldest_outstanding_ns(int64_t floor_ns) const {
   return impl_->oldest_outstanding_ns(floor_ns);
 }
 uint64_t BlockIoAssembler::write_outstanding(int64_t before_ns) { return impl_->write_outstanding(before_ns); }
+uint64_t BlockIoAssembler::unmatched_completions() const { return impl_->unmatched_completions(); }
+uint64_t BlockIoAssembler::unmatched_completion_bytes() const { return impl_->unmatched_completion_bytes(); }
 
 }  // namespace iotape::blk

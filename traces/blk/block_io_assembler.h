@@ -15,6 +15,9 @@
 // An empty preflush write (an fsync's) that the flush machinery completes
 // without issuing is an IO of its own, its queue time standing as issue time;
 // the flush request it causes (a flush without a write, D and C) is another.
+// A write the flush machinery sequences (preflush or FUA data) is completed
+// twice, the second time with no bytes after its flush: the IO is written at
+// the first, and the second is no IO (the kernel's counters count it once).
 // Requests are matched by (device, sector). Events that match nothing are
 // counted in the report's notes ("3 C events matched no D"). Passthrough (PC)
 // requests are not IOs of the block layer's address space and are skipped.
@@ -88,6 +91,10 @@ class BlockIoAssembler {
   // never issued (their events were lost, or a bio-based device completes
   // them). Returns how many IOs it wrote.
   uint64_t write_outstanding(int64_t before_ns);
+  // Completions that matched no issued request (it was issued before the
+  // trace began), and their bytes: counted, not written as IOs.
+  uint64_t unmatched_completions() const;
+  uint64_t unmatched_completion_bytes() const;
 
  private:
   class Impl;
