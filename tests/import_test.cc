@@ -602,6 +602,58 @@ TEST_CASE("blktrace: an fsync on a kernel with flush requests of their own", "[i
                           io(kNoTime, 2000, 2100, Op::kFlush, 0, 0, "", -1)});
 }
 
+TEST_CASE("blktrace: a journal commit's flush sequence is one write, as the kernel counts it", "[import][blktrace]") {
+  // A preflush and FUA write on a drive with a write cache and no FUA, as the
+  // blk tracer showed an ext4 journal commit: the preflush (a flush request),
+  // the data, the post-flush, then the write completed again with no bytes.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, S = blk::kSync, M = blk::kMeta;
+  const uint64_t at = 229396;
+  auto events = [&](bool queue_events) {
+    std::string cpu0;
+    auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+    e({.time = 10, .action = blk::kProcessName, .pid = 100, .device = sdb, .payload = blk::comm("jbd2/sdb-8")});
+    if (queue_events) {
+      e({.time = 1000, .sector = at, .bytes = 1024, .action = blk::Q | W | S | M | blk::kFlush | blk::kFua, .pid = 100, .device = sdb});
+      e({.time = 1010, .sector = at, .bytes = 1024, .action = blk::G | W | S | M | blk::kFlush | blk::kFua, .pid = 100, .device = sdb});
+    }
+    e({.time = 1100, .action = blk::D | blk::kFlush, .pid = 44, .device = sdb});
+    e({.time = 1300, .action = blk::C | blk::kFlush, .device = sdb});
+    if (queue_events) e({.time = 1330, .sector = at, .bytes = 1024, .action = blk::I | W | S | M, .pid = 58, .device = sdb});
+    e({.time = 1340, .sector = at, .bytes = 1024, .action = blk::D | W | S | M, .pid = 58, .device = sdb});
+    e({.time = 1400, .sector = at, .bytes = 1024, .action = blk::C | W | S | M, .device = sdb});
+    e({.time = 1420, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+    e({.time = 1440, .action = blk::C | blk::kFlush, .device = sdb});
+    e({.time = 1450, .sector = at, .bytes = 0, .action = blk::C | W | S | M, .device = sdb});
+    return cpu0;
+  };
+  auto io = [](int64_t q, int64_t i, int64_t c, Op op, uint64_t sector, uint64_t length, uint32_t flags, uint32_t pid,
+               std::string comm, int32_t cpu) {
+    return event_row("8,16", q, i, c, sector, length, op, flags, pid, std::move(comm), cpu);
+  };
+  TempDir dir;
+  for (const bool queue_events : {true, false}) {
+    INFO((queue_events ? "every event" : "issue and completion events only"));
+    write_file(dir.file("t.blktrace.0"), events(queue_events));
+    auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+    const std::vector<Row> expected =
+        queue_events ? std::vector<Row>{io(kNoTime, 1100, 1300, Op::kFlush, 0, 0, 0, 0, "", -1),
+                                        io(1000, 1340, 1400, Op::kWrite, at, 1024, flag::kSync | flag::kMeta, 100,
+                                           "jbd2/sdb-8", 0),
+                                        io(kNoTime, 1420, 1440, Op::kFlush, 0, 0, 0, 0, "", -1)}
+                     : std::vector<Row>{io(kNoTime, 1100, 1300, Op::kFlush, 0, 0, 0, 0, "", -1),
+                                        io(kNoTime, 1340, 1400, Op::kWrite, at, 1024, flag::kSync | flag::kMeta, 0,
+                                           "", -1),
+                                        io(kNoTime, 1420, 1440, Op::kFlush, 0, 0, 0, 0, "", -1)};
+    require_same(got.rows, expected);
+    std::string notes;
+    for (const std::string& n : got.report.notes) notes += n + "\n";
+    INFO(notes);
+    CHECK(notes.find("matched no D") == std::string::npos);
+    CHECK(notes.find("1 C events of no bytes ended a preflush or FUA write's flush sequence") != std::string::npos);
+  }
+}
+
 TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flushes", "[import][blktrace]") {
   const uint32_t sdb = blk::dev(8, 16), sdb1 = blk::dev(8, 17), dm = blk::dev(253, 0);
   const uint32_t W = blk::kWrite;
