@@ -195,19 +195,24 @@ std::vector<std::string> workload_keys(const Comparison& c) {
 }
 
 // The IOPS-over-time chart of a workload: its series share the interval
-// make_comparison chose; the x axis is in ms below 1 s bins.
+// make_comparison chose; the x axis is in ms for runs under 2 s.
 LineChart iops_chart(const Comparison& c, const std::string& w) {
-  double interval = 0;
+  double interval = 0, length = 0;
   for (const auto& e : c.entries)
-    if (e.workload == w) interval = std::max(interval, e.series_interval_s);
-  const bool ms = interval < 1;
+    if (e.workload == w) {
+      interval = std::max(interval, e.series_interval_s);
+      length = std::max(length, e.series_interval_s * static_cast<double>(e.iops.size()));
+    }
+  const bool ms = length < 2;
   const double unit = ms ? 1e3 : 1;
   LineChart chart{w.empty() ? "IOPS over time" : "IOPS over time: " + w,
-                  fmt::format("{} from the first IO (IOs issued per {:g} {} bin / the bin)", ms ? "ms" : "seconds",
-                              interval * unit, ms ? "ms" : "s"),
+                  fmt::format("{} from the first IO (IOs issued per {} bin / the bin)", ms ? "ms" : "seconds",
+                              interval < 1 ? fmt::format("{:g} ms", interval * 1e3) : fmt::format("{:g} s", interval)),
                   "IOPS", {}};
   for (const auto& e : c.entries)
     if (e.workload == w) chart.lines.push_back({e.drive, e.series_interval_s * unit, e.iops, c.colour(e.drive)});
+  // The legend in drive order, as on every chart.
+  std::stable_sort(chart.lines.begin(), chart.lines.end(), [](const auto& a, const auto& b) { return a.colour < b.colour; });
   return chart;
 }
 
@@ -308,6 +313,7 @@ CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path,
   e.options = text(j, "replay.options");
   e.times = text(j, "replay.times");
   e.prefill = text(j, "replay.prefill");
+  if (e.prefill.empty()) e.prefill = option(e.options, "prefill");  // replay.options names it when not none
   e.speed = option(e.options, "speed");
   e.timing = option(e.options, "timing");
   if (header) {
@@ -609,7 +615,7 @@ std::string compare_html(const Comparison& c) {
            "table.settings td { text-align: left; }\n"
            "table.settings td.wrap { white-space: normal; font-family: monospace; }\n"
            "table.figures th, table.figures td { text-align: right; }\n"
-           "table.figures td:first-child { text-align: left; }\n"
+           "table.figures th:first-child, table.figures td:first-child { text-align: left; }\n"
            "div.warning { border: 2px solid #D55E00; background: #fff3ec; padding: 8px 12px; margin-bottom: 16px; }\n"
            "h2 { font-size: 20px; margin-top: 32px; }\n");
   h += "<h1>iotape compare</h1>\n";

@@ -31,7 +31,7 @@ struct CompareEntry {
   std::string source_sha256;  // replay.source_sha256
   std::string timing;         // "original" or "afap" (source_detail "replay:...")
   std::string times;          // a replay result's clock: "device" or "user" (replay.times)
-  std::string prefill;        // replay.prefill: "none", "reads" or "full"
+  std::string prefill;        // replay.prefill: "none", "reads" or "full" (else the prefill= of replay.options)
   std::string speed;          // the speed= of replay.options
   std::string options;        // replay.options
   std::string host, kernel;   // the header's; a saved report JSON has neither
@@ -51,7 +51,7 @@ struct CompareEntry {
   // IOs issued per kFineBinNs from the first IO, for runs shorter than
   // kFineRunNs read from a trace: short runs are charted in bins < 1 s.
   static constexpr int64_t kFineBinNs = 100'000;
-  static constexpr int64_t kFineRunNs = 10'000'000'000;
+  static constexpr int64_t kFineRunNs = 60'000'000'000;
   std::vector<uint64_t> fine_ios;
   // Per phase, when the result has phases (`iotape report --by phase`).
   struct Phase {

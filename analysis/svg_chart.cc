@@ -243,9 +243,10 @@ std::string line_chart_svg(const LineChart& chart) {
                      kLeft + plot_w, py(y), py(y));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(y) + 4, short_number(y));
   }
+  // Ticks are 1, 2 or 5 times a power of ten: printed plainly ("0.5", "12").
   for (double x = 0; x <= x_max + x_step / 2; x += x_step)
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x), kTop + kPlotHeight + 18,
-                     short_number(x));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), kTop + kPlotHeight + 18,
+                     x);
   s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444444\">{}</text>\n", kLeft + plot_w / 2,
                    kTop + kPlotHeight + 36, xml_escape(chart.x_unit));
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#444444\">{}</text>\n", kTop - 10, xml_escape(chart.y_unit));

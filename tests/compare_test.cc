@@ -164,6 +164,16 @@ TEST_CASE("compare keeps replays of different traces apart and flags different c
   const std::string page2 = test::read_file(html);
   CHECK(page2.find("differ in prefill: reads (A), none (B)") != std::string::npos);
   CHECK(page2.find("<td>device</td><td>reads</td>") != std::string::npos);
+
+  // Without replay.prefill, the prefill= of replay.options; without either, not recorded.
+  b.erase("replay.prefill");
+  b["replay.options"] += " prefill=full";
+  a.erase("replay.prefill");
+  write_result(files[0], a, 10, 1'000'000, 100'000);
+  write_result(files[1], b, 10, 1'000'000, 100'000);
+  const auto e = compare({files[0], files[1]}, "--html " + html + " 2>&1 >/dev/null");
+  REQUIRE(e.exit_code == 0);
+  CHECK(e.output.find("differ in prefill: not recorded (A), full (B)") != std::string::npos);
 }
 
 TEST_CASE("compare gives each drive's figures as ratios to the baseline drive") {
