@@ -612,7 +612,7 @@ std::string compare_html(const Comparison& c) {
   h.insert(h.find("</style>"),
            "table.values { font-size: 12px; margin: 4px 0 0 0; }\n"
            "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n"
-           "table.settings td { text-align: left; }\n"
+           "table.settings th, table.settings td { text-align: left; }\n"
            "table.settings td.wrap { white-space: normal; font-family: monospace; }\n"
            "table.figures th, table.figures td { text-align: right; }\n"
            "table.figures th:first-child, table.figures td:first-child { text-align: left; }\n"
