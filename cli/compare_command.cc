@@ -91,8 +91,8 @@ void add_compare_command(CLI::App& app) {
                   "keys \"target\" and \"workload\"; for a replay result its target and the file name of the "
                   "trace it replayed; else the file name)");
   sub->add_option("--baseline", o->baseline,
-                  "The drive every other drive's figures are given as ratios to (default: each workload's first "
-                  "drive)");
+                  "The drive every other drive's figures are given as ratios to (default: the first drive given; "
+                  "a workload without it: its own first drive)");
   sub->add_option("--html", o->html, "Write one self-contained HTML page (inline SVG, no scripts) to this file");
   sub->add_option("--svg-dir", o->svg_dir, "Also write every chart as a standalone SVG file into this directory");
   sub->add_flag("--json", o->json, "Print the compared figures as JSON");
@@ -101,7 +101,7 @@ void add_compare_command(CLI::App& app) {
       "data rate combined/read/write (MB/s = 10^6 bytes/s, higher is better), mean and 99th percentile latency\n"
       "of reads and writes (us, lower is better), each drive's figure also as a ratio to the baseline drive\n"
       "(\"0.43x\") in the table and on the bars; IOPS over time in bins chosen from the run's length (100 us to\n"
-      "1 s; the x axis in ms below 1 s bins). Each drive keeps one colour on every chart.\n"
+      "1 s; the x axis in ms for runs under 2 s). Each drive keeps one colour on every chart.\n"
       "The page states how each result was made: source trace (and its sha256), timing, clock, prefill, speed,\n"
       "replay options, host and kernel. Replays of different source traces under one workload name are charted\n"
       "as separate workloads, and results of one workload that differ in timing, clock, prefill or speed are\n"
