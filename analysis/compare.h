@@ -94,9 +94,10 @@ struct Comparison {
 // (replay.source_sha256) under one workload are not compared: each source
 // becomes its own workload, "LABEL [source FILE]", with a warning. Results
 // under one workload that differ in timing, clock, prefill or speed stay
-// together with a warning. Ratios are to `baseline` in every workload that
-// has it (a warning names those that do not), else to the workload's first
-// drive; a `baseline` that no result has is a UsageError. The IOPS series of
+// together with a warning. Ratios are to `baseline` (default: the first
+// drive) in every workload that has it, else to the workload's first drive
+// (a warning names those workloads when `baseline` was given); a `baseline`
+// that no result has is a UsageError. The IOPS series of
 // a workload share one interval, chosen from its longest run (100 us .. 1 s).
 Comparison make_comparison(std::vector<CompareEntry> entries, const std::string& baseline = "");
 
