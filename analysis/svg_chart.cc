@@ -47,7 +47,8 @@ std::string svg_open(int height, const std::string& title) {
 
 constexpr const char* kDash[] = {"", "6 3", "2 2", "8 3 2 3"};  // tells lines apart in grey print
 
-// The i-th entry of the legend below a plot: a line sample and the label, three per row.
+// The i-th entry of the legend below a plot: a line sample (the colour's
+// dash) and the label, three per row.
 std::string legend_entry(size_t i, const std::string& label, size_t colour, int top);
 
 }  // namespace
@@ -105,9 +106,13 @@ std::string bar_chart_svg(const BarChart& chart) {
     for (const auto& b : g.bars)
       if (!std::isnan(b.value)) max_value = std::max(max_value, b.value);
   }
+  size_t note_chars = 0;  // room for the longest note, beside the value
+  for (const auto& g : chart.groups)
+    for (const auto& b : g.bars) note_chars = std::max(note_chars, b.note.size());
+  const int value_room = kValueRoom + static_cast<int>(note_chars) * 7;
   const int top = 58;
   const int height = top + static_cast<int>(rows) * (kBarHeight + kBarGap) + 16;
-  const double scale = max_value > 0 ? (kWidth - kLabelWidth - kValueRoom) / max_value : 0;
+  const double scale = max_value > 0 ? (kWidth - kLabelWidth - value_room) / max_value : 0;
 
   std::string s = svg_open(height, chart.title);
   s += fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
@@ -136,8 +141,9 @@ std::string bar_chart_svg(const BarChart& chart) {
       const double w = std::max(1.0, b.value * scale);
       s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n", kLabelWidth, y, w,
                        kBarHeight, series_colour(b.colour));
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}</text>\n", kLabelWidth + w + 6, y + 16,
-                       short_number(b.value), xml_escape(chart.unit));
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}{}</text>\n", kLabelWidth + w + 6, y + 16,
+                       short_number(b.value), xml_escape(chart.unit),
+                       b.note.empty() ? "" : "  <tspan font-weight=\"bold\">" + xml_escape(b.note) + "</tspan>");
       y += kBarHeight + kBarGap;
     }
   }
@@ -237,9 +243,10 @@ std::string line_chart_svg(const LineChart& chart) {
                      kLeft + plot_w, py(y), py(y));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kLeft - 6, py(y) + 4, short_number(y));
   }
+  // Ticks are 1, 2 or 5 times a power of ten: printed plainly ("0.5", "12").
   for (double x = 0; x <= x_max + x_step / 2; x += x_step)
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x), kTop + kPlotHeight + 18,
-                     short_number(x));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), kTop + kPlotHeight + 18,
+                     x);
   s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444444\">{}</text>\n", kLeft + plot_w / 2,
                    kTop + kPlotHeight + 36, xml_escape(chart.x_unit));
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#444444\">{}</text>\n", kTop - 10, xml_escape(chart.y_unit));
@@ -250,9 +257,12 @@ std::string line_chart_svg(const LineChart& chart) {
     std::string points;
     for (size_t k = 0; k < l.values.size(); ++k)
       points += fmt::format("{}{:.1f},{:.1f}", k ? " " : "", px((static_cast<double>(k) + 0.5) * l.x_step), py(l.values[k]));
-    const char* dash = kDash[i % std::size(kDash)];
+    const char* dash = kDash[l.colour % std::size(kDash)];
     s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
                      series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
+    if (l.values.size() == 1)  // a polyline of one point draws nothing
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", px(0.5 * l.x_step),
+                       py(l.values[0]), series_colour(l.colour));
     s += legend_entry(i, l.label, l.colour, kTop + kPlotHeight + 60);
   }
   s += "</svg>\n";
@@ -331,7 +341,7 @@ std::string xy_chart_svg(const XyChart& chart) {
                            px(x), py(y), colour, xml_escape(l.label + ", " + x_label(x, chart.x_format)),
                            short_number(y), xml_escape(chart.y_unit));
     }
-    const char* dash = kDash[i % std::size(kDash)];
+    const char* dash = kDash[l.colour % std::size(kDash)];
     s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n", colour,
                      *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
     s += marks;
@@ -344,7 +354,7 @@ std::string xy_chart_svg(const XyChart& chart) {
 namespace {
 
 std::string legend_entry(size_t i, const std::string& label, size_t colour, int top) {
-  const char* dash = kDash[i % std::size(kDash)];
+  const char* dash = kDash[colour % std::size(kDash)];
   const int lx = 12 + static_cast<int>(i % 3) * 310, ly = top + static_cast<int>(i / 3) * 20;
   return fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>\n", lx,
                      lx + 28, ly - 4, ly - 4, series_colour(colour),

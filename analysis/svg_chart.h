@@ -10,7 +10,8 @@
 namespace iotape::analysis {
 
 // Colour of the i-th drive: the Okabe-Ito palette (distinguishable with
-// colour-blindness), cycling.
+// colour-blindness), cycling. Lines also take their dash pattern from the
+// colour index, so a drive looks the same on every chart of a page.
 std::string series_colour(size_t i);
 // Text safe inside SVG/HTML element content and attribute values.
 std::string xml_escape(const std::string& text);
@@ -24,9 +25,12 @@ std::string short_number(double v);
 // best value comes first and every bar has its value printed at its end.
 struct BarChart {
   struct Bar {
+    Bar(std::string label_, double value_, size_t colour_ = 0, std::string note_ = {})
+        : label(std::move(label_)), value(value_), colour(colour_), note(std::move(note_)) {}
     std::string label;
     double value = 0;   // NaN: no value, shown as "n/a" and sorted last
     size_t colour = 0;  // index for series_colour
+    std::string note;   // printed after the value (a ratio: "0.43x"); empty: none
   };
   struct Group {
     std::string title;  // workload; empty = no group heading
@@ -62,11 +66,12 @@ struct PairedBarChart {
 };
 std::string paired_bar_chart_svg(const PairedBarChart& chart);
 
-// Lines over time (IOPS per interval), one per drive.
+// Lines over time (IOPS per interval), one per drive. Value k is drawn at the
+// middle of its interval, (k + 0.5) * x_step; a line of one value is a dot.
 struct LineChart {
   struct Line {
     std::string label;
-    double x_step = 1;  // x distance between consecutive values
+    double x_step = 1;  // x distance between consecutive values, in x_unit
     std::vector<double> values;
     size_t colour = 0;
   };

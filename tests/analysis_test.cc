@@ -514,12 +514,12 @@ TEST_CASE("iotape compare writes a deterministic HTML page that chromium renders
   const std::string page((std::istreambuf_iterator<char>(in)), {});
   size_t svgs = 0;
   for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) ++svgs;
-  CHECK(svgs == 8);  // 6 bar charts + IOPS over time for 2 workloads
+  CHECK(svgs == 14);  // per workload (2): 6 bar charts + IOPS over time
   CHECK(page.find("Disk busy time") != std::string::npos);
   CHECK(page.find("<script") == std::string::npos);
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // no URL but the SVG namespace
   CHECK(page.find("https://") == std::string::npos);
-  CHECK(std::filesystem::exists(dir.file("svg/busy_time.svg")));
+  CHECK(std::filesystem::exists(dir.file("svg/busy_time_Light.svg")));
 
   // Deterministic: the same inputs give the same bytes.
   const std::string again = dir.file("again.html");
