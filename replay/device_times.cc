@@ -76,13 +76,28 @@ std::vector<Extent> file_extents(const Target& t, uint64_t base) {
       const fiemap_extent& e = fm->fm_extents[i];
       const uint32_t unplaced = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_ENCODED |
                                 FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_NOT_ALIGNED;
-      if (!(e.fe_flags & unplaced)) out.push_back({e.fe_logical, base + e.fe_physical, e.fe_length});
+      // Reads of an unwritten (preallocated) extent never reach the device either.
+      if (!(e.fe_flags & (unplaced | FIEMAP_EXTENT_UNWRITTEN)))
+        out.push_back({e.fe_logical, base + e.fe_physical, e.fe_length});
       start = e.fe_logical + e.fe_length;
       last = e.fe_flags & FIEMAP_EXTENT_LAST;
     }
     if (last) break;
   }
   return out;
+}
+
+// A file's IOs reach the device only where its blocks are allocated and
+// written: a read of a hole or of an unwritten extent is served without one,
+// and a write there lands on blocks the map taken now does not know. Such a
+// replay would be timed only in part, so it is refused here.
+void require_written(const Target& t, const std::vector<Extent>& extents) {
+  uint64_t covered = 0;
+  for (const Extent& e : extents) covered += std::min(e.length, t.size - std::min(e.logical, t.size));
+  if (covered < t.size)
+    throw std::runtime_error(fmt::format("{}: {} of its {} bytes are holes or unwritten extents, whose IOs the device "
+                                         "does not see (write the whole file first, e.g. --prefill full)",
+                                         t.path, t.size - covered, t.size));
 }
 
 // A request, or what is left of one after IOs claimed parts of it.
@@ -311,6 +326,7 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
     s.device_of.push_back(index);
     const uint64_t base = partition_start(t.dev_major, t.dev_minor);
     s.extents.push_back(t.block ? std::vector<Extent>{{0, base, t.size}} : file_extents(t, base));
+    if (!t.block) require_written(t, s.extents.back());
   }
   s.pid = static_cast<uint32_t>(::getpid());
   capture::BackendOptions bo;

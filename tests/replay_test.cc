@@ -875,6 +875,37 @@ TEST_CASE("a replay that cannot observe the device falls back to the replayer's 
   CHECK(d.output.find("cannot time the replay at the device") != std::string::npos);
 }
 
+TEST_CASE("a replay onto a file with holes is not timed at the device, whose IOs it would miss", "[root]") {
+  if (!test::require_root("time a replay at the block layer")) return;
+  // On the disk's own file system: a hole is read without a device IO, and a
+  // write into one lands on blocks the extent map taken at the start lacks.
+  TempDir dir("/var/tmp");
+  std::vector<Io> ios;
+  for (int i = 0; i < 200; ++i)
+    ios.push_back(make_io(i * 50'000, i % 2 ? Op::kRead : Op::kWrite, (i * 7919 % 2048) * 4096ull, 4096));
+  const std::string trace = dir.file("src.iotape"), target = dir.file("target.img");
+  write_trace(trace, ios, 8 * kMiB);
+  write_file(target, "");
+  REQUIRE(::truncate(target.c_str(), 8 * kMiB) == 0);
+  const auto r = test::run(replay_cmd(trace, target, dir.file("sparse.iotape"), "--allow-write --timing afap --qd 4"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("holes or unwritten extents") != std::string::npos);
+  TraceReader sparse(dir.file("sparse.iotape"));
+  CHECK(sparse.header().metadata().at("replay.times") == "user");
+  // Once every block is written, the device sees every IO and times it.
+  const auto f = test::run(replay_cmd(trace, target, dir.file("full.iotape"), "--allow-write --timing afap --qd 4 --prefill full"));
+  INFO(f.output);
+  REQUIRE(f.exit_code == 0);
+  TraceReader full(dir.file("full.iotape"));
+  CHECK(full.header().metadata().at("replay.times") == "device");
+  const auto out = read_all(dir.file("full.iotape"));
+  REQUIRE(out.size() == ios.size());
+  size_t timed = 0;
+  for (const auto& io : out) timed += io.has_complete();
+  CHECK(timed == ios.size());
+}
+
 // A throttled device (cgroup v1 blkio) is slower than the recording: the
 // queue-depth rule holds IOs back, and the summary says so instead of
 // calling the replayer late (also for an IO that waits for nothing itself but
