@@ -13,11 +13,12 @@ mkdir -p "$out"
 scratch="$out/scratch.img"
 trap 'rm -f "$scratch"' EXIT
 "$iotape" synth storage-light -o "$out/light.iot" --duration 60s --span 1GiB
-# Allocated, so that the replay's IOs reach the disk under it and are timed
-# there; --prefill writes what the replay reads first.
+# Every block written (--prefill full), so that the replay's IOs reach the
+# disk under the file and are timed there: a read of a hole or of an
+# allocated but unwritten block never does.
 rm -f "$scratch"
-fallocate -l 1GiB "$scratch" 2>/dev/null || truncate -s 1GiB "$scratch"
-"$iotape" replay "$out/light.iot" --target "$scratch" -o "$out/light-replayed.iot" --allow-write --prefill reads
+truncate -s 1GiB "$scratch"
+"$iotape" replay "$out/light.iot" --target "$scratch" -o "$out/light-replayed.iot" --allow-write --prefill full
 "$iotape" report "$out/light-replayed.iot"
 "$iotape" compare "$out/light.iot" "$out/light-replayed.iot" --label "storage-light/synthetic model" \
   --label "storage-light/scratch file" --html "$out/compare.html"
