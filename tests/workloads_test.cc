@@ -412,6 +412,49 @@ TEST_CASE("cut --light takes active windows near the median, --window exact rang
   CHECK(summarize(cut_reader).ios == expected);
 }
 
+TEST_CASE("a damaged byte in a cut's output costs one chunk, not the cut", "[cut]") {
+  TempDir dir;
+  const std::string trace = cloudphysics_trace(dir);
+  if (trace.empty()) return;
+  // The first 3000 s of the sample: 53,879 IOs (one 361 KB chunk before chunks had caps).
+  const std::string out = dir.file("window.iot");
+  must_run(fmt::format("cut {} -o {} --window 0..3000", trace, out));
+  std::vector<std::pair<uint64_t, uint32_t>> chunks;  // file offset, IOs
+  uint64_t ios = 0;
+  {
+    TraceReader reader(out);
+    REQUIRE(reader.index());
+    for (const auto& e : reader.index()->chunks()) chunks.push_back({e.file_offset(), e.count()}), ios += e.count();
+  }
+  REQUIRE(ios == 53'879);
+  REQUIRE(chunks.size() >= 3);
+
+  // Flip one byte in the middle of the file, inside the payload of the chunk that holds it.
+  std::string data = iotape::test::read_file(out);
+  const uint64_t middle = data.size() / 2;
+  size_t hit = 0;
+  while (hit + 1 < chunks.size() && chunks[hit + 1].first <= middle) ++hit;
+  const uint64_t at = std::max<uint64_t>(middle, chunks[hit].first + 24 + 1);  // past its 24-byte frame header
+  REQUIRE((hit + 1 == chunks.size() || at < chunks[hit + 1].first));
+  data[at] = static_cast<char>(data[at] ^ 0x40);
+  const std::string bad = dir.file("damaged.iot");
+  iotape::test::write_file(bad, data);
+
+  TraceReader reader(bad, ReaderOptions{.skip_damaged = true});
+  uint64_t got = 0;
+  for (auto b = reader.next_batch(); !b.empty(); b = reader.next_batch()) got += b.size();
+  CHECK(reader.status().damaged);
+  CHECK(reader.status().file_offset == chunks[hit].first);
+  CHECK(reader.status().skipped_regions == 1);
+  // Every chunk but the damaged one; one chunk is at most 16,384 IOs.
+  CHECK(got == ios - chunks[hit].second);
+  CHECK(chunks[hit].second <= 16'384);
+  // `iotape info` says where the damage is and exits 2.
+  const auto info = run(iotape_cmd("info " + bad));
+  CHECK(info.exit_code == 2);
+  CHECK(info.output.find(fmt::format("byte {}", chunks[hit].first)) != std::string::npos);
+}
+
 namespace {
 
 nlohmann::json bench(const std::string& test, const std::string& target, const std::string& dir,
