@@ -94,6 +94,7 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   r.dropped_events = reader.dropped_events();
   r.late_ios = reader.late_ios();
   r.status = reader.status();
+  r.metadata = reader.metadata();
   if (phases) r.phases = phases->figures();
   return r;
 }

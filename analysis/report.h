@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,7 @@ struct Report : IoTotals {
   uint64_t dropped_events = 0;
   uint64_t late_ios = 0;
   ReadStatus status;
+  std::map<std::string, std::string> metadata;  // the trace's, end keys included (TraceReader::metadata)
 
   Report(size_t series_points, size_t tracked_processes)
       : series(series_points), processes(tracked_processes) {}

@@ -156,9 +156,7 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   j["late_ios"] = r.late_ios;
   j["damaged"] = r.status.damaged;
   ordered_json meta = ordered_json::object();
-  std::vector<std::pair<std::string, std::string>> kv(header.metadata().begin(), header.metadata().end());
-  std::sort(kv.begin(), kv.end());  // protobuf map order is unspecified
-  for (const auto& [k, v] : kv) meta[k] = v;
+  for (const auto& [k, v] : r.metadata) meta[k] = v;  // sorted by key
   j["metadata"] = meta;
   if (o.by_phase) j["phases"] = phases_json(r, header);
   return j;

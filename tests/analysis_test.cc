@@ -460,6 +460,49 @@ TEST_CASE("iotape report prints JSON, CSV and text") {
         "t_s,ios,iops,read_MBps,write_MBps,MBps\n0,2,2.000,0.004,1.000,1.004\n");
 }
 
+TEST_CASE("info and report --json show the metadata written at the end of a multi-chunk trace") {
+  test::TempDir dir;
+  const std::string path = dir.file("ended.iot");
+  {
+    WriterOptions wo;
+    wo.chunk_ios = 10;  // 30 IOs: three chunks, so the header is written long before the end
+    v1::TraceHeader h;
+    (*h.mutable_metadata())["workload"] = "w";
+    (*h.mutable_metadata())["fidelity.state"] = "started";
+    TraceWriter w(path, h, wo);
+    w.add_device(device(8, 0));
+    for (int i = 0; i < 30; ++i) w.append(io_of(Op::kRead, i * 1000, i * 1000 + 500, 0, 4096));
+    // As replay and record do: totals known only at the end.
+    w.set_metadata("fidelity.issue_error_p99_ns", "1234");
+    w.set_metadata("replay.device_timed_ios", "30");
+    w.set_metadata("capture.unmatched_completions", "7");
+    w.set_metadata("fidelity.state", "finished");  // an end key wins over the header's
+    w.close();
+  }
+  TraceReader reader(path);
+  REQUIRE(reader.index());
+  REQUIRE(reader.index()->chunks_size() == 3);
+  const std::map<std::string, std::string> expected = {{"capture.unmatched_completions", "7"},
+                                                       {"fidelity.issue_error_p99_ns", "1234"},
+                                                       {"fidelity.state", "finished"},
+                                                       {"replay.device_timed_ios", "30"},
+                                                       {"workload", "w"}};
+  for (const char* command : {"info --json", "report --json"}) {
+    INFO(command);
+    const auto r = test::run(test::iotape_binary() + " " + command + " " + path);
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.output)["metadata"].get<std::map<std::string, std::string>>() == expected);
+  }
+  const auto csv = test::run(test::iotape_binary() + " report --csv " + path);
+  CHECK(csv.output.find("\nmetadata.capture.unmatched_completions,7\n") != std::string::npos);
+  const auto text = test::run(test::iotape_binary() + " info " + path);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("metadata   capture.unmatched_completions = 7\n") != std::string::npos);
+  CHECK(text.output.find("metadata   fidelity.issue_error_p99_ns = 1234\n") != std::string::npos);
+  CHECK(text.output.find("metadata   fidelity.state = finished\n") != std::string::npos);
+  CHECK(text.output.find("metadata   replay.device_timed_ios = 30\n") != std::string::npos);
+}
+
 namespace {
 
 // A trace of `n` IOs at queue depth 1, `latency_ns` each, 4 KiB reads and

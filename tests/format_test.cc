@@ -566,6 +566,35 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
   for (size_t i = 0; i < got.size(); ++i) require_same(got[i], sparse[i].io);
 }
 
+TEST_CASE("metadata set after the first chunk is read back with the header's, rotated parts in order") {
+  TempDir dir;
+  const auto ios = random_ios(300, 13);
+  WriterOptions opt;
+  opt.chunk_ios = 100;
+  for (int part = 0; part < 2; ++part) {
+    v1::TraceHeader h = test_header(3);
+    (*h.mutable_metadata())["capture.backend"] = "ebpf";
+    TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, opt);
+    for (size_t i = part * 150; i < part * 150 + 150; ++i) w.append(ios[i].io);
+    w.set_metadata("capture.unmatched_completions", std::to_string(part + 1));  // the last part's total wins
+    if (part == 0) w.set_metadata("capture.part0_only", "x");
+    w.close();
+  }
+  TraceReader one(dir.file("p0.iot"));
+  CHECK(one.header().metadata().size() == 1);  // the header keeps what was known at its writing
+  CHECK(one.metadata() == std::map<std::string, std::string>{
+                              {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "1"}});
+  TraceReader both({dir.file("p0.iot"), dir.file("p1.iot")});
+  CHECK(both.metadata() == std::map<std::string, std::string>{
+                               {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "2"}});
+  // A file whose writer died before the index has no end keys.
+  const std::string data = read_file(dir.file("p0.iot"));
+  write_file(dir.file("open.iot"), data.substr(0, frame_offsets(data).back()));
+  TraceReader open(dir.file("open.iot"));
+  CHECK_FALSE(open.index());
+  CHECK(open.metadata() == std::map<std::string, std::string>{{"capture.backend", "ebpf"}});
+}
+
 TEST_CASE("seek_time lands on the first IO at or after the time, with and without index") {
   TempDir dir;
   const auto ios = random_ios(5000, 9);
