@@ -56,7 +56,9 @@ struct Report : IoTotals {
 // Average data rate in MB/s (10^6 bytes per second) over a busy time; 0 when idle.
 double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
 
-// Reads the trace from where the reader stands to its end.
+// Reads the trace from where the reader stands to its end. Throws UsageError
+// when the window starts after the end of the trace's last IO (no IO of any
+// device could be in it), naming the trace's span.
 Report analyse(TraceReader& reader, const ReportOptions& options = {});
 
 }  // namespace iotape::analysis
