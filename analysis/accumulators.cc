@@ -96,6 +96,8 @@ void Processes::add(const Io& io) {
   e->bytes += io.length;
   if (io.op == Op::kRead) e->bytes_read += io.length;
   if (io.op == Op::kWrite) e->bytes_written += io.length;
+  if (io.op == Op::kDiscard) e->bytes_discarded += io.length;
+  if (io.op == Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
 }
 
 std::vector<Processes::Entry> Processes::top(size_t n) const {

@@ -100,6 +100,8 @@ class Processes {
     uint64_t bytes = 0;
     uint64_t bytes_read = 0;
     uint64_t bytes_written = 0;
+    uint64_t bytes_discarded = 0;     // discards and write-zeroes move no data,
+    uint64_t bytes_write_zeroes = 0;  // but count in `bytes`: shown apart
     uint64_t error_bytes = 0;  // 0 unless the entry replaced an evicted one
   };
   explicit Processes(size_t capacity = 1024) : capacity_(capacity) {}

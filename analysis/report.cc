@@ -1,8 +1,12 @@
 #include "analysis/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <optional>
+
+#include "traces/error.h"
 
 namespace iotape::analysis {
 
@@ -43,6 +47,8 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   int64_t lo = std::numeric_limits<int64_t>::min();
   int64_t hi = std::numeric_limits<int64_t>::max();
   bool origin_known = false;
+  int64_t origin = 0;
+  int64_t trace_end = kNoTime;  // latest end of an IO before the window, or a later issue
   std::optional<PhaseResults> phases;
   if (o.by_phase) phases.emplace(reader.header());
   uint64_t position = 0;  // of the batch's first IO in the trace
@@ -51,14 +57,20 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
     if (!origin_known) {
       // The window is relative to the trace's first IO, whatever the filter.
       origin_known = true;
-      const int64_t origin = batch.front().issue_ns;
+      origin = batch.front().issue_ns;
       // A window from 0 keeps IOs issued before the first (late ones), as no window does.
       if (o.window.start_ns) lo = origin + o.window.start_ns;
       if (o.window.end_ns) hi = origin + *o.window.end_ns;
       r.series.set_origin(origin + o.window.start_ns);
     }
+    // A batch that reaches the window's start shows the window is not past the trace's end.
+    trace_end = std::max(trace_end, batch.back().issue_ns);
     if (batch.front().issue_ns >= hi) break;
-    if (batch.back().issue_ns < lo) continue;
+    if (batch.back().issue_ns < lo) {
+      for (const Io& io : batch)
+        trace_end = std::max(trace_end, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns);
+      continue;
+    }
     selection.update(reader.header());
     for (size_t i = 0; i < batch.size(); ++i) {
       const Io& io = batch[i];
@@ -88,12 +100,18 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
       r.processes.add(io);
     }
   }
+  // A window wholly after the trace would report zeros as if measured.
+  if (origin_known && r.ios == 0 && o.window.start_ns > 0 && trace_end < lo)
+    throw UsageError(fmt::format(
+        "--window starts at {:.3f} s, after the trace's last IO: the trace spans 0..{:.3f} s from its first IO",
+        o.window.start_ns / 1e9, (trace_end - origin) / 1e9));
   r.busy_ns = busy.total_ns();
   r.read_busy_ns = read_busy.total_ns();
   r.write_busy_ns = write_busy.total_ns();
   r.dropped_events = reader.dropped_events();
   r.late_ios = reader.late_ios();
   r.status = reader.status();
+  r.metadata = reader.metadata();
   if (phases) r.phases = phases->figures();
   return r;
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,7 @@ struct Report : IoTotals {
   uint64_t dropped_events = 0;
   uint64_t late_ios = 0;
   ReadStatus status;
+  std::map<std::string, std::string> metadata;  // the trace's, end keys included (TraceReader::metadata)
 
   Report(size_t series_points, size_t tracked_processes)
       : series(series_points), processes(tracked_processes) {}
@@ -54,7 +56,9 @@ struct Report : IoTotals {
 // Average data rate in MB/s (10^6 bytes per second) over a busy time; 0 when idle.
 double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
 
-// Reads the trace from where the reader stands to its end.
+// Reads the trace from where the reader stands to its end. Throws UsageError
+// when the window starts after the end of the trace's last IO (no IO of any
+// device could be in it), naming the trace's span.
 Report analyse(TraceReader& reader, const ReportOptions& options = {});
 
 }  // namespace iotape::analysis

@@ -103,6 +103,8 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   put_op_counts(j, r);
   j["GB_read"] = rounded(r.op(Op::kRead).bytes / 1e9, 1e6);
   j["GB_written"] = rounded(r.op(Op::kWrite).bytes / 1e9, 1e6);
+  j["GB_discarded"] = rounded(r.op(Op::kDiscard).bytes / 1e9, 1e6);
+  j["GB_write_zeroes"] = rounded(r.op(Op::kWriteZeroes).bytes / 1e9, 1e6);
   put_time_span(j, r);
   j["busy_time_ns"] = r.busy_ns;
   j["read_busy_time_ns"] = r.read_busy_ns;
@@ -144,6 +146,7 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
     for (const auto& e : r.processes.top(o.top))
       procs.push_back({{"pid", e.pid}, {"comm", e.comm}, {"ios", e.ios}, {"bytes", e.bytes},
                        {"bytes_read", e.bytes_read}, {"bytes_written", e.bytes_written},
+                       {"bytes_discarded", e.bytes_discarded}, {"bytes_write_zeroes", e.bytes_write_zeroes},
                        {"error_bytes", e.error_bytes}});
     j["processes"] = procs;
     j["processes_approximate"] = r.processes.approximate();
@@ -156,9 +159,7 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   j["late_ios"] = r.late_ios;
   j["damaged"] = r.status.damaged;
   ordered_json meta = ordered_json::object();
-  std::vector<std::pair<std::string, std::string>> kv(header.metadata().begin(), header.metadata().end());
-  std::sort(kv.begin(), kv.end());  // protobuf map order is unspecified
-  for (const auto& [k, v] : kv) meta[k] = v;
+  for (const auto& [k, v] : r.metadata) meta[k] = v;  // sorted by key
   j["metadata"] = meta;
   if (o.by_phase) j["phases"] = phases_json(r, header);
   return j;
@@ -259,10 +260,11 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
                 : replay_times(header) == "device" ? std::string("device (block layer: issue to completion)")
                 : replay_times(header) == "user"   ? std::string("user (the replayer's submission to reap, host overhead included)")
                                                    : std::string("unknown")},
-      {"IOs", fmt::format("{}  (reads {}, writes {}, flushes {}, discards {}, other {})", r.ios,
+      {"IOs", fmt::format("{}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})", r.ios,
                           r.op(Op::kRead).ios, r.op(Op::kWrite).ios, r.op(Op::kFlush).ios, r.op(Op::kDiscard).ios,
-                          r.op(Op::kWriteZeroes).ios + r.op(Op::kOther).ios)},
-      {"bytes", fmt::format("read {:.3f} GB, written {:.3f} GB", rd / 1e9, wr / 1e9)},
+                          r.op(Op::kWriteZeroes).ios, r.op(Op::kOther).ios)},
+      {"bytes", fmt::format("read {:.3f} GB, written {:.3f} GB, discarded {:.3f} GB, write-zeroes {:.3f} GB", rd / 1e9,
+                            wr / 1e9, r.op(Op::kDiscard).bytes / 1e9, r.op(Op::kWriteZeroes).bytes / 1e9)},
       {"duration", fmt::format("{}  (first issue to last completion; idle {})", seconds(r.duration_ns()),
                                seconds(r.idle_ns()))},
       {"busy", fmt::format("{} ({:.1f}% of the duration); reads {}, writes {}", seconds(r.busy_ns),
@@ -313,11 +315,13 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
   bucket_rows("queue depth", stats::QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
 
   if (o.by_process) {
-    std::vector<std::vector<std::string>> rows = {{"process", "pid", "IOs", "MB", "MB read", "MB written"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"process", "pid", "IOs", "MB", "MB read", "MB written", "MB discarded", "MB write-zeroes"}};
+    auto mb = [](uint64_t bytes) { return fmt::format("{:.3f}", bytes / 1e6); };
     for (const auto& e : r.processes.top(o.top))
       rows.push_back({e.comm.empty() ? "?" : e.comm, e.pid ? std::to_string(e.pid) : "?", std::to_string(e.ios),
-                      fmt::format("{:.3f}", e.bytes / 1e6), fmt::format("{:.3f}", e.bytes_read / 1e6),
-                      fmt::format("{:.3f}", e.bytes_written / 1e6)});
+                      mb(e.bytes), mb(e.bytes_read), mb(e.bytes_written), mb(e.bytes_discarded),
+                      mb(e.bytes_write_zeroes)});
     out += "\n" + table(rows);
     if (r.processes.approximate())
       out += "(more processes than tracked: the figures are upper bounds, see --help)\n";

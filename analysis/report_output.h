@@ -22,7 +22,8 @@ struct OutputOptions {
 // Keys: ios, reads, writes, ..., bytes_read, bytes_written, busy_time_ns,
 // read_busy_time_ns, write_busy_time_ns, idle_ns, avg_data_rate_MBps {read,
 // write, combined}, latency_ns {read, write, ..., all}, io_size_pct,
-// sequential_pct, qd_pct, avg_qd, series, metadata (the trace header's).
+// sequential_pct, qd_pct, avg_qd, series, metadata (Report::metadata: the
+// header's keys and those written at the end).
 nlohmann::ordered_json report_json(const Report& r, const v1::TraceHeader& header, const OutputOptions& o);
 
 // One object per phase of the header (Report::phases): its parameters (name,

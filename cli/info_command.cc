@@ -63,6 +63,9 @@ void run_info(const InfoOptions& o) {
                     {"ios", i < static_cast<int>(s.ios_per_device.size()) ? s.ios_per_device[i] : 0}});
   }
   j["devices"] = devs;
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : reader.metadata()) meta[k] = v;  // end keys included, sorted
+  j["metadata"] = meta;
   j["damaged"] = s.status.damaged;
   if (s.status.damaged) j["damage"] = s.status.message;
 
@@ -91,6 +94,7 @@ void run_info(const InfoOptions& o) {
       fmt::print("device     #{} {} {} {} {} bytes: {} IOs\n", d["index"].get<int>(), d["dev"].get<std::string>(),
                  d["name"].get<std::string>(), d["model"].get<std::string>(), d["size_bytes"].get<uint64_t>(),
                  d["ios"].get<uint64_t>());
+    for (const auto& [k, v] : reader.metadata()) fmt::print("metadata   {} = {}\n", k, v);
   }
   if (s.status.damaged) {
     fmt::print(stderr, "iotape: warning: {} (totals cover the IOs before it)\n", s.status.message);
@@ -108,9 +112,11 @@ void add_info_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_flag("--json", o->json, "One JSON object (keys: ios, reads, writes, flushes, discards, bytes_read, "
                                    "bytes_written, first_ns, last_ns, dropped_events, file_bytes, bytes_per_io, "
-                                   "devices, ...)");
+                                   "devices, metadata, ...)");
   sub->add_option("--device", o->device, "Count only the IOs of this device (MAJ:MIN)");
-  sub->footer("Exit status: 0 clean, 2 the trace is damaged (totals stop at the damage); other errors: iotape --help.");
+  sub->footer("metadata: the header's keys and those the producer wrote at the end (fidelity.*, replay.device_*,\n"
+              "capture.unmatched_completions, ...).\n"
+              "Exit status: 0 clean, 2 the trace is damaged (totals stop at the damage); other errors: iotape --help.");
   sub->callback([o] { run_info(*o); });
 }
 

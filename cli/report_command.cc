@@ -67,7 +67,8 @@ void add_report_command(CLI::App& app) {
   sub->add_option("--device", o->device, "Only the IOs of this device (MAJ:MIN)");
   sub->add_option("--window", o->window,
                   "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, 10..20 "
-                  "(seconds), 10s.. (either end may be left out); busy time is clipped to END");
+                  "(seconds), 10s.. (either end may be left out); busy time is clipped to END. A START after the "
+                  "trace's last IO is an error");
   sub->add_option("--by", o->by,
                   "'process': add per-process totals (top N by bytes); 'phase': add a row per phase of a "
                   "synthesized trace or of its replay (with --csv: the phase rows only)")
@@ -78,7 +79,9 @@ void add_report_command(CLI::App& app) {
       "Definitions:\n"
       "  busy time      time with at least one IO outstanding (union of [issue, completion]); idle excluded.\n"
       "                 Read/write busy time count only time with a read/write in flight.\n"
-      "  data rate      bytes / busy time, in MB/s with MB = 10^6 bytes (GB = 10^9 bytes).\n"
+      "  bytes          read, written, and apart from them discarded and write-zeroes (ranges a device frees or\n"
+      "                 zeroes: no data moves, so they are in no data rate and no MB/s series).\n"
+      "  data rate      bytes read/written / busy time, in MB/s with MB = 10^6 bytes (GB = 10^9 bytes).\n"
       "  service time   busy time / completed IOs.\n"
       "  latency        completion - issue (D2C), per operation; with queue times also Q2D and Q2C.\n"
       "                 Percentiles are nearest-rank, from a log-linear histogram: within 0.4% (1/256)\n"
@@ -88,21 +91,26 @@ void add_report_command(CLI::App& app) {
       "  sequential     an IO starting where the previous IO of the same direction on the same device ended.\n"
       "  queue depth    IOs outstanding at an IO's issue, counting the IO itself (QD1 = nothing else in flight).\n"
       "  series         IOs by issue time per 1 s; traces longer than 4096 s get coarser (2 s, 4 s, ...).\n"
-      "  processes      at most 1024 tracked; with more, the least busy are replaced and figures become\n"
+      "  processes      top N by bytes (read, written, discarded, write-zeroes; each also shown apart). At\n"
+      "                 most 1024 tracked; with more, the least busy are replaced and figures become\n"
       "                 upper bounds (error_bytes in JSON).\n"
       "  phases         the phases in the trace header (iotape synth writes them; replay and cut keep them).\n"
       "                 An IO belongs to a phase by its position in the trace, in a replay result by the\n"
       "                 source IO it replayed. Per phase: IOPS = IOs / duration, MB/s = bytes / duration,\n"
       "                 duration = the phase's first issue to its last completion; latency of reads and\n"
       "                 writes; busy time as above.\n"
-      "JSON keys: ios, reads, writes, bytes_read, bytes_written, busy_time_ns, read_busy_time_ns,\n"
+      "JSON keys: ios, reads, writes, discards, write_zeroes, bytes_read, bytes_written, bytes_discarded,\n"
+      "  bytes_write_zeroes, GB_read, GB_written, GB_discarded, GB_write_zeroes, busy_time_ns, read_busy_time_ns,\n"
       "  write_busy_time_ns, idle_ns, avg_data_rate_MBps {read, write, combined}, latency_ns {OP: count, mean,\n"
       "  p50, p90, p99, p99_9, max}, q2d_ns/d2c_ns/q2c_ns, io_size_pct, io_size_histogram, sequential_pct,\n"
-      "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes, metadata, phases [{index, name, pattern,\n"
+      "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes [{pid, comm, ios, bytes, bytes_read,\n"
+      "  bytes_written, bytes_discarded, bytes_write_zeroes, error_bytes}], metadata (the header's keys and those\n"
+      "  written at the end), phases [{index, name, pattern,\n"
       "  block_size, queue_depth, read_pct, sequential_pct, alignment, data, threads, ios, reads, writes,\n"
       "  bytes_read, bytes_written, duration_ns, busy_time_ns, iops, MBps, mean_latency_ns, p99_latency_ns}]\n"
       "  (block_size or queue_depth 0: a mix; --csv --by phase prints these keys as columns).\n"
-      "Exit status: 0 clean, 2 the trace is damaged (the report stops at the damage); other errors: iotape --help.");
+      "Exit status: 0 clean, 2 the trace is damaged (the report stops at the damage), 64 a --window that starts\n"
+      "after the trace's last IO; other errors: iotape --help.");
   sub->callback([o] { run_report(*o); });
 }
 

@@ -460,6 +460,114 @@ TEST_CASE("iotape report prints JSON, CSV and text") {
         "t_s,ios,iops,read_MBps,write_MBps,MBps\n0,2,2.000,0.004,1.000,1.004\n");
 }
 
+TEST_CASE("report shows discarded and write-zeroes bytes apart, in text, JSON, CSV and per process") {
+  test::TempDir dir;
+  const std::string path = dir.file("trim.iot");
+  {
+    TraceWriter w(path, v1::TraceHeader());
+    w.add_device(device(8, 0));
+    w.append(io_of(Op::kRead, 0, 100, 0, 1'000'000, 10, "fio"));
+    w.append(io_of(Op::kWrite, 200, 300, 0, 2'000'000, 10, "fio"));
+    w.append(io_of(Op::kDiscard, 400, 500, 0, 3'000'000'000, 20, "fstrim"));
+    w.append(io_of(Op::kWriteZeroes, 600, 700, 0, 40'000'000, 30, "mkfs"));
+    w.close();
+  }
+  const auto j = test::run(test::iotape_binary() + " report --json --by process " + path);
+  REQUIRE(j.exit_code == 0);
+  const auto json = nlohmann::json::parse(j.output);
+  CHECK(json["bytes_read"] == 1'000'000);
+  CHECK(json["bytes_written"] == 2'000'000);
+  CHECK(json["bytes_discarded"] == 3'000'000'000u);
+  CHECK(json["bytes_write_zeroes"] == 40'000'000);
+  CHECK(json["GB_discarded"] == 3.0);
+  CHECK(json["GB_write_zeroes"] == 0.04);
+  // Data rates count bytes read and written only: 3 MB over the 300 ns busy... of all IOs, 400 ns.
+  CHECK(json["avg_data_rate_MBps"]["combined"].get<double>() == Approx(3.0 / 400e-9));
+  std::map<std::string, nlohmann::json> procs;
+  for (const auto& p : json["processes"]) procs[p["comm"]] = p;
+  CHECK(procs["fstrim"]["bytes"] == 3'000'000'000u);
+  CHECK(procs["fstrim"]["bytes_discarded"] == 3'000'000'000u);
+  CHECK(procs["fstrim"]["bytes_read"] == 0);
+  CHECK(procs["mkfs"]["bytes_write_zeroes"] == 40'000'000);
+  CHECK(procs["fio"]["bytes_discarded"] == 0);
+
+  const auto csv = test::run(test::iotape_binary() + " report --csv " + path);
+  CHECK(csv.output.find("\nbytes_discarded,3000000000\n") != std::string::npos);
+  CHECK(csv.output.find("\nbytes_write_zeroes,40000000\n") != std::string::npos);
+
+  const auto text = test::run(test::iotape_binary() + " report --by process " + path);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("bytes        read 0.001 GB, written 0.002 GB, discarded 3.000 GB, write-zeroes 0.040 GB\n") !=
+        std::string::npos);
+  CHECK(text.output.find("(reads 1, writes 1, flushes 0, discards 1, write-zeroes 1, other 0)") != std::string::npos);
+  // The process table: MB is the sum of the four columns.
+  CHECK(std::regex_search(text.output, std::regex("process +pid +IOs +MB +MB read +MB written +MB discarded +MB write-zeroes\n")));
+  CHECK(std::regex_search(text.output, std::regex("\nfstrim +20 +1 +3000\\.000 +0\\.000 +0\\.000 +3000\\.000 +0\\.000\n")));
+  CHECK(std::regex_search(text.output, std::regex("\nmkfs +30 +1 +40\\.000 +0\\.000 +0\\.000 +0\\.000 +40\\.000\n")));
+}
+
+TEST_CASE("report --window past the trace's end is an error naming the trace's span") {
+  const auto sample = test::real_trace("msr-hm0-sample.csv");
+  if (!sample) return;
+  test::TempDir dir;
+  const std::string trace = dir.file("msr.iot");
+  REQUIRE(test::run(test::iotape_binary() + " import msr " + *sample + " -o " + trace).exit_code == 0);
+  // The sample spans 127.233844 s from its first issue to its last completion.
+  const auto past = test::run(test::iotape_binary() + " report --window 200s..300s " + trace);
+  INFO(past.output);
+  CHECK(past.exit_code == 64);
+  CHECK(past.output.find("--window starts at 200.000 s, after the trace's last IO: the trace spans 0..127.234 s") !=
+        std::string::npos);
+  CHECK(test::run(test::iotape_binary() + " report --json --window 128s.. " + trace).exit_code == 64);
+  // A window reaching into the trace is measured; one in a quiet stretch within it reports zeros.
+  const auto tail = test::run(test::iotape_binary() + " report --json --window 100s..300s " + trace);
+  REQUIRE(tail.exit_code == 0);
+  CHECK(nlohmann::json::parse(tail.output)["ios"].get<uint64_t>() > 0);
+}
+
+TEST_CASE("info and report --json show the metadata written at the end of a multi-chunk trace") {
+  test::TempDir dir;
+  const std::string path = dir.file("ended.iot");
+  {
+    WriterOptions wo;
+    wo.chunk_ios = 10;  // 30 IOs: three chunks, so the header is written long before the end
+    v1::TraceHeader h;
+    (*h.mutable_metadata())["workload"] = "w";
+    (*h.mutable_metadata())["fidelity.state"] = "started";
+    TraceWriter w(path, h, wo);
+    w.add_device(device(8, 0));
+    for (int i = 0; i < 30; ++i) w.append(io_of(Op::kRead, i * 1000, i * 1000 + 500, 0, 4096));
+    // As replay and record do: totals known only at the end.
+    w.set_metadata("fidelity.issue_error_p99_ns", "1234");
+    w.set_metadata("replay.device_timed_ios", "30");
+    w.set_metadata("capture.unmatched_completions", "7");
+    w.set_metadata("fidelity.state", "finished");  // an end key wins over the header's
+    w.close();
+  }
+  TraceReader reader(path);
+  REQUIRE(reader.index());
+  REQUIRE(reader.index()->chunks_size() == 3);
+  const std::map<std::string, std::string> expected = {{"capture.unmatched_completions", "7"},
+                                                       {"fidelity.issue_error_p99_ns", "1234"},
+                                                       {"fidelity.state", "finished"},
+                                                       {"replay.device_timed_ios", "30"},
+                                                       {"workload", "w"}};
+  for (const char* command : {"info --json", "report --json"}) {
+    INFO(command);
+    const auto r = test::run(test::iotape_binary() + " " + command + " " + path);
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.output)["metadata"].get<std::map<std::string, std::string>>() == expected);
+  }
+  const auto csv = test::run(test::iotape_binary() + " report --csv " + path);
+  CHECK(csv.output.find("\nmetadata.capture.unmatched_completions,7\n") != std::string::npos);
+  const auto text = test::run(test::iotape_binary() + " info " + path);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("metadata   capture.unmatched_completions = 7\n") != std::string::npos);
+  CHECK(text.output.find("metadata   fidelity.issue_error_p99_ns = 1234\n") != std::string::npos);
+  CHECK(text.output.find("metadata   fidelity.state = finished\n") != std::string::npos);
+  CHECK(text.output.find("metadata   replay.device_timed_ios = 30\n") != std::string::npos);
+}
+
 namespace {
 
 // A trace of `n` IOs at queue depth 1, `latency_ns` each, 4 KiB reads and

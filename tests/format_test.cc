@@ -531,6 +531,70 @@ TEST_CASE("skip_damaged reads past a corrupt chunk") {
   CHECK(lenient.status().skipped_regions == 1);
 }
 
+TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
+  TempDir dir;
+  // 40,000 IOs at one instant: chunks of 16,384, 16,384 and 7,232 IOs.
+  std::vector<OwnedIo> dense = random_ios(40'000, 11);
+  for (auto& o : dense) o.io.issue_ns = 1'000, o.io.queue_ns = kNoTime, o.io.complete_ns = kNoTime;
+  write_trace(dir.file("dense.iot"), dense, WriterOptions{});
+  TraceReader d(dir.file("dense.iot"));
+  REQUIRE(d.index());
+  std::vector<uint32_t> counts;
+  for (const auto& e : d.index()->chunks()) counts.push_back(e.count());
+  CHECK(counts == std::vector<uint32_t>{16'384, 16'384, 7'232});
+
+  // 100 IOs 0.5 s apart (0 .. 49.5 s): an IO 10 s after its chunk's first starts
+  // the next, so 5 chunks of 20 IOs, each spanning 9.5 s.
+  std::vector<OwnedIo> sparse = random_ios(100, 12);
+  for (size_t i = 0; i < sparse.size(); ++i) {
+    Io& io = sparse[i].io;
+    io.issue_ns = static_cast<int64_t>(i) * 500'000'000;
+    io.queue_ns = io.complete_ns = kNoTime;
+  }
+  write_trace(dir.file("sparse.iot"), sparse, WriterOptions{});
+  TraceReader s(dir.file("sparse.iot"));
+  REQUIRE(s.index());
+  REQUIRE(s.index()->chunks_size() == 5);
+  for (int k = 0; k < 5; ++k) {
+    CHECK(s.index()->chunks(k).count() == 20);
+    CHECK(s.index()->chunks(k).min_issue_ns() == k * 10'000'000'000);
+    CHECK(s.index()->chunks(k).max_issue_ns() == k * 10'000'000'000 + 9'500'000'000);
+  }
+  std::vector<std::string> comms;
+  const auto got = read_all(s, &comms);
+  REQUIRE(got.size() == sparse.size());
+  for (size_t i = 0; i < got.size(); ++i) require_same(got[i], sparse[i].io);
+}
+
+TEST_CASE("metadata set after the first chunk is read back with the header's, rotated parts in order") {
+  TempDir dir;
+  const auto ios = random_ios(300, 13);
+  WriterOptions opt;
+  opt.chunk_ios = 100;
+  for (int part = 0; part < 2; ++part) {
+    v1::TraceHeader h = test_header(3);
+    (*h.mutable_metadata())["capture.backend"] = "ebpf";
+    TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, opt);
+    for (size_t i = part * 150; i < part * 150 + 150; ++i) w.append(ios[i].io);
+    w.set_metadata("capture.unmatched_completions", std::to_string(part + 1));  // the last part's total wins
+    if (part == 0) w.set_metadata("capture.part0_only", "x");
+    w.close();
+  }
+  TraceReader one(dir.file("p0.iot"));
+  CHECK(one.header().metadata().size() == 1);  // the header keeps what was known at its writing
+  CHECK(one.metadata() == std::map<std::string, std::string>{
+                              {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "1"}});
+  TraceReader both({dir.file("p0.iot"), dir.file("p1.iot")});
+  CHECK(both.metadata() == std::map<std::string, std::string>{
+                               {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "2"}});
+  // A file whose writer died before the index has no end keys.
+  const std::string data = read_file(dir.file("p0.iot"));
+  write_file(dir.file("open.iot"), data.substr(0, frame_offsets(data).back()));
+  TraceReader open(dir.file("open.iot"));
+  CHECK_FALSE(open.index());
+  CHECK(open.metadata() == std::map<std::string, std::string>{{"capture.backend", "ebpf"}});
+}
+
 TEST_CASE("seek_time lands on the first IO at or after the time, with and without index") {
   TempDir dir;
   const auto ios = random_ios(5000, 9);

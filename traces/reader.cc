@@ -141,9 +141,14 @@ class TraceReader::Impl {
     // The final device table is in the index; without it, chunks add devices as they come.
     if (files_.back().index && files_.back().index->devices_size() >= header_.devices_size())
       *header_.mutable_devices() = files_.back().index->devices();
+    metadata_.insert(header_.metadata().begin(), header_.metadata().end());
+    for (const auto& f : files_)
+      if (f.index)
+        for (const auto& [k, v] : f.index->metadata()) metadata_[k] = v;
   }
 
   const v1::TraceHeader& header() const { return header_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   std::span<const Io> next_batch() {
     // What a seek or next() left of the current batch comes first.
@@ -326,6 +331,7 @@ class TraceReader::Impl {
   std::vector<File> files_;
   size_t cur_ = 0;
   v1::TraceHeader header_;
+  std::map<std::string, std::string> metadata_;
   v1::Chunk chunk_;
   std::vector<Io> batch_;
   std::span<const Io> current_;
@@ -343,6 +349,7 @@ TraceReader::TraceReader(const std::string& path, ReaderOptions options)
 TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
 const v1::TraceHeader& TraceReader::header() const { return impl_->header(); }
+const std::map<std::string, std::string>& TraceReader::metadata() const { return impl_->metadata(); }
 std::span<const Io> TraceReader::next_batch() { return impl_->next_batch(); }
 bool TraceReader::next(Io& io) { return impl_->next(io); }
 ChunkView TraceReader::next_chunk() { return impl_->next_chunk(); }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,13 @@ class TraceReader {
 
   // The first file's header; its device table grows as chunks add devices.
   const v1::TraceHeader& header() const;
+  // The trace's metadata: the header's keys and the keys its writer set after
+  // the first chunk (TraceWriter::set_metadata; kept in the index: totals
+  // known only at the end, such as fidelity.*, replay.device_* and
+  // capture.unmatched_completions), which win over a header key of the same
+  // name. The files of a rotated trace add their end keys in order; a file
+  // without an index (its writer did not close it) adds none.
+  const std::map<std::string, std::string>& metadata() const;
 
   // The next batch of IOs (one chunk), empty at the end. The IOs, and the
   // comm views inside them, stay valid until the next call.

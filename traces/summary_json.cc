@@ -15,6 +15,7 @@ void put_op_counts(ordered_json& j, const IoTotals& t) {
   j["bytes_read"] = t.op(Op::kRead).bytes;
   j["bytes_written"] = t.op(Op::kWrite).bytes;
   j["bytes_discarded"] = t.op(Op::kDiscard).bytes;
+  j["bytes_write_zeroes"] = t.op(Op::kWriteZeroes).bytes;
 }
 
 void put_time_span(ordered_json& j, const IoTotals& t) {

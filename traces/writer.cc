@@ -194,10 +194,18 @@ class TraceWriter::Impl {
   }
 
   void emit(const Io& io) {
+    if (!buffer_.empty() && beyond_span(buffer_.front().issue_ns, io.issue_ns)) write_chunk();
     buffer_.push_back(io);
     last_emitted_issue_ = have_emitted_ ? std::max(last_emitted_issue_, io.issue_ns) : io.issue_ns;
     have_emitted_ = true;
     if (buffer_.size() >= opt_.chunk_ios) write_chunk();
+  }
+
+  // True when `t` is chunk_span_ns or more after `first` (a late IO, before it, never is).
+  bool beyond_span(int64_t first, int64_t t) const {
+    if (opt_.chunk_span_ns <= 0 || t <= first) return false;
+    // t > first, so their unsigned difference is exact even beyond INT64_MAX.
+    return static_cast<uint64_t>(t) - static_cast<uint64_t>(first) >= static_cast<uint64_t>(opt_.chunk_span_ns);
   }
 
   void write_header() {

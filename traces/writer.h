@@ -7,6 +7,9 @@
 //
 // The file is valid after every chunk: a crash or a full disk loses at most
 // the IOs not yet flushed. close() adds the index that makes time seeks fast.
+// Chunks are capped by IO count and by trace time, so a damaged byte costs
+// the IOs of one chunk (a reader with skip_damaged reads on past it), never
+// more than chunk_ios IOs or chunk_span_ns of trace.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,10 @@ enum class Durability {
 };
 
 struct WriterOptions {
-  uint32_t chunk_ios = 65536;           // IOs per chunk (at most)
+  uint32_t chunk_ios = 16384;           // IOs per chunk (at most)
+  // Issue-time span of a chunk (at most): an IO issued this long after the
+  // chunk's first starts the next chunk. 0 = no limit.
+  int64_t chunk_span_ns = 10'000'000'000;
   int zstd_level = 9;
   int64_t reorder_window_ns = 0;        // hold IOs this long (issue time) for sorting; 0 = input is sorted
   uint32_t reorder_window_ios = 1 << 20;  // and never more than this many

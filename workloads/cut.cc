@@ -42,29 +42,52 @@ nlohmann::ordered_json to_json(const std::vector<ChosenWindow>& chosen) {
                    {"end_s", c.activity.end_ns / 1e9},
                    {"busy_s", c.activity.busy_ns / 1e9},
                    {"bytes", c.activity.bytes},
+                   {"discard_bytes", c.activity.discard_bytes},
+                   {"write_zeroes_bytes", c.activity.write_zeroes_bytes},
                    {"ios", c.activity.ios},
                    {"why", c.why}});
   return out;
 }
 
+struct Played {
+  int64_t removed_idle_ns = 0;
+  int64_t between_ns = 0;
+};
+
 // Calls emit(out, in) for every IO the cut writes, in order: `out` is `in`
-// with its output times. Returns the idle time cut away.
+// with its output times. Returns the idle time cut away and the trace time
+// between the windows (see CutResult).
 template <class Emit>
-int64_t play_windows(TraceReader& reader, const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin,
-                     Emit emit) {
-  int64_t removed = 0;
+Played play_windows(TraceReader& reader, const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin,
+                    Emit emit) {
+  Played played;
+  int64_t& removed = played.removed_idle_ns;
   // Output time = input time - shift; the shift grows by every idle gap's excess over max_idle.
   int64_t shift = kNoTime;
   int64_t done = kNoTime;  // latest completion written, output time
+  int64_t prev_hi = kNoTime;
   for (const auto& c : chosen) {
     const int64_t lo = c.activity.start_ns, hi = c.activity.end_ns;
+    // A window that does not touch the one before joins it: the trace time between them is no gap of the cut.
+    bool joining = prev_hi != kNoTime && lo > prev_hi;
+    if (joining) played.between_ns += lo - prev_hi;
     reader.seek_time(origin + lo);
     Io io;
     while (reader.next(io)) {
       const int64_t t = io.issue_ns - origin;
       if (t >= hi) break;
       if (t < lo || !selected(io, o.filter, reader.header())) continue;
-      if (shift == kNoTime) shift = io.issue_ns, done = 0;
+      if (shift == kNoTime) {
+        shift = io.issue_ns, done = 0;
+      } else if (joining) {
+        // The idle time measured at the join: the previous window's after its
+        // last end, this one's before its first IO; capped like any gap.
+        const int64_t idle = std::max<int64_t>(0, origin + prev_hi - (done + shift)) + (t - lo);
+        const int64_t kept = std::min(idle, o.max_idle_ns);
+        removed += idle - kept;
+        shift = io.issue_ns - (done + kept);
+      }
+      joining = false;
       int64_t issue = io.issue_ns - shift;
       if (issue > done + o.max_idle_ns) {
         const int64_t excess = issue - done - o.max_idle_ns;
@@ -79,8 +102,9 @@ int64_t play_windows(TraceReader& reader, const CutOptions& o, const std::vector
       done = std::max(done, end_of(out));
       emit(out, io);
     }
+    prev_hi = hi;
   }
-  return removed;
+  return played;
 }
 
 // The input's phases that have IOs in the cut, clipped to them (docs/format.md,
@@ -124,9 +148,11 @@ std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<Cho
 
 }  // namespace
 
-Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns) {
+Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards) {
   if (length_ns <= 0) throw UsageError("the window length must be positive");
   Activity result;
+  result.score_discards = score_discards;
+  int64_t last_end = kNoTime;
   std::vector<WindowActivity>& windows = result.windows;
   // Busy time of the windows an interval still reaches into; a window closes
   // once an IO is issued after its end, since no later IO can start in it.
@@ -148,6 +174,7 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
   Io io;
   while (reader.next(io)) {
     if (origin == kNoTime) origin = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+    last_end = std::max(last_end, end_of(io));     // and the trace ends at its last, whatever the filter
     if (!selected(io, filter, reader.header())) continue;
     result.timed |= io.has_complete();
     const int64_t start = std::max(io.issue_ns - origin, int64_t{0});  // late IOs count from the origin
@@ -155,7 +182,10 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
     const auto first = static_cast<size_t>(start / length_ns);
     close_before(first);
     WindowActivity& w = window(first);
-    w.bytes += io.length;
+    const bool no_data = io.op == Op::kDiscard || io.op == Op::kWriteZeroes;
+    if (io.op == Op::kDiscard) w.discard_bytes += io.length;
+    if (io.op == Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
+    if (!no_data || score_discards) w.bytes += io.length;
     ++w.ios;
     for (size_t i = first; static_cast<int64_t>(i) * length_ns < std::max(end, start + 1); ++i) {
       const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns);
@@ -165,6 +195,7 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
     }
   }
   close_before(SIZE_MAX);
+  if (origin != kNoTime) result.span_ns = last_end - origin;
   auto load = [&](const WindowActivity& w) {
     return static_cast<double>(result.timed ? static_cast<uint64_t>(w.busy_ns) : w.ios);
   };
@@ -177,40 +208,73 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
   return result;
 }
 
-std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count) {
+size_t Activity::within() const {
+  size_t n = 0;
+  while (n < windows.size() && windows[n].end_ns <= span_ns) ++n;
+  return n;
+}
+
+std::string Activity::score_basis() const {
+  const char* bytes = score_discards ? "bytes (discarded and write-zeroes included)" : "bytes read and written";
+  return fmt::format("{} and {}", timed ? "busy time" : "IOs (no completion times)", bytes);
+}
+
+namespace {
+
+// Indexes of the windows within the trace that hold selected IOs, the highest score first.
+std::vector<size_t> by_score(const Activity& activity) {
   const auto& windows = activity.windows;
-  std::vector<size_t> order(windows.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < activity.within(); ++i)
+    if (windows[i].ios > 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].score > windows[b].score; });
+  return order;
+}
+
+void too_short(const Activity& activity) {
+  if (!activity.windows.empty() && activity.within() == 0)
+    throw UsageError(fmt::format("the trace spans {:.3f} s, less than one window of {:.3f} s: give a shorter --length",
+                                 activity.span_ns / 1e9,
+                                 activity.windows.empty() ? 0.0 : activity.windows[0].end_ns / 1e9));
+}
+
+}  // namespace
+
+std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count, std::string* note) {
+  too_short(activity);
+  const auto order = by_score(activity);
   std::vector<ChosenWindow> chosen;
   for (size_t r = 0; r < order.size() && chosen.size() < count; ++r) {
-    const auto& w = windows[order[r]];
-    if (w.ios == 0) break;
-    chosen.push_back({w, fmt::format("heavy: rank {} of {} windows by {} (score {:.3f})", r + 1, windows.size(),
+    const auto& w = activity.windows[order[r]];
+    chosen.push_back({w, fmt::format("heavy: rank {} of {} active windows by {} (score {:.3f})", r + 1, order.size(),
                                      activity.score_basis(), w.score)});
   }
+  if (note && chosen.size() < count)
+    *note = fmt::format("the trace holds {} whole windows, {} of them with selected IOs", activity.within(),
+                        order.size());
   return in_time_order(std::move(chosen));
 }
 
-std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count) {
-  const auto& windows = activity.windows;
-  std::vector<size_t> active;
-  for (size_t i = 0; i < windows.size(); ++i)
-    if (windows[i].ios > 0) active.push_back(i);
-  if (active.empty()) return {};
-  std::vector<double> scores;
-  for (size_t i : active) scores.push_back(windows[i].score);
-  std::nth_element(scores.begin(), scores.begin() + scores.size() / 2, scores.end());
-  const double median = scores[scores.size() / 2];
-  std::stable_sort(active.begin(), active.end(), [&](size_t a, size_t b) {
-    return std::abs(windows[a].score - median) < std::abs(windows[b].score - median);
-  });
+std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count, std::string* note) {
+  too_short(activity);
+  const auto order = by_score(activity);
+  if (order.empty()) return {};
+  // The lowest scores, leaving out the windows a heavy cut of `count` takes.
+  const size_t heavy = std::min<size_t>(count, order.size());
+  if (heavy == order.size())
+    throw UsageError(fmt::format("all {} active windows within the trace are among the {} a heavy cut takes: "
+                                 "nothing light is left; give a shorter --length or a smaller --count",
+                                 order.size(), count));
   std::vector<ChosenWindow> chosen;
-  for (size_t r = 0; r < active.size() && chosen.size() < count; ++r) {
-    const auto& w = windows[active[r]];
-    chosen.push_back({w, fmt::format("light: score {:.3f}, near the median {:.3f} of {} active windows by {}",
-                                     w.score, median, active.size(), activity.score_basis())});
+  const size_t candidates = order.size() - heavy;
+  for (size_t r = 0; r < candidates && chosen.size() < count; ++r) {
+    const auto& w = activity.windows[order[order.size() - 1 - r]];
+    chosen.push_back({w, fmt::format("light: rank {} of {} active windows from the least busy by {} (score {:.3f}; "
+                                     "the {} heaviest left out)",
+                                     r + 1, order.size(), activity.score_basis(), w.score, heavy)});
   }
+  if (note && chosen.size() < count)
+    *note = fmt::format("only {} active windows within the trace are not among the {} heaviest", candidates, heavy);
   return in_time_order(std::move(chosen));
 }
 
@@ -228,10 +292,13 @@ CutResult cut(const CutOptions& o) {
         throw UsageError("windows overlap: give them without overlaps");
   } else {
     TraceReader pass1(o.traces);
-    const auto activity = measure_windows(pass1, o.filter, o.length_ns);
+    const auto activity = measure_windows(pass1, o.filter, o.length_ns, o.score_discards);
     result.windows_measured = activity.windows.size();
+    result.windows_within = activity.within();
+    result.span_ns = activity.span_ns;
     result.score_basis = activity.score_basis();
-    result.chosen = o.mode == CutMode::kHeavy ? pick_heavy(activity, o.count) : pick_light(activity, o.count);
+    result.chosen = o.mode == CutMode::kHeavy ? pick_heavy(activity, o.count, &result.note)
+                                              : pick_light(activity, o.count, &result.note);
   }
   TraceReader reader(o.traces);
   int64_t origin = kNoTime;
@@ -248,7 +315,10 @@ CutResult cut(const CutOptions& o) {
   meta["cut.mode"] = mode;
   meta["cut.windows"] = to_json(result.chosen).dump();
   meta["cut.max_idle_ns"] = std::to_string(o.max_idle_ns);
-  if (o.mode != CutMode::kWindows) meta["cut.window_length_ns"] = std::to_string(o.length_ns);
+  if (o.mode != CutMode::kWindows) {
+    meta["cut.window_length_ns"] = std::to_string(o.length_ns);
+    meta["cut.score"] = result.score_basis;
+  }
   std::string filters;
   if (o.filter.device) filters += fmt::format("device {}:{} ", o.filter.device->major, o.filter.device->minor);
   if (o.filter.comm) filters += "comm " + *o.filter.comm + " ";
@@ -264,10 +334,12 @@ CutResult cut(const CutOptions& o) {
     for (auto& p : clipped_phases(o, result.chosen, origin)) *h.add_phases() = std::move(p);
   }
   TraceWriter writer(o.out, h);
-  result.removed_idle_ns = play_windows(reader, o, result.chosen, origin, [&](const Io& out, const Io&) {
+  const Played played = play_windows(reader, o, result.chosen, origin, [&](const Io& out, const Io&) {
     writer.append(out);
     ++result.ios;
   });
+  result.removed_idle_ns = played.removed_idle_ns;
+  result.between_ns = played.between_ns;
   writer.close();
   return result;
 }

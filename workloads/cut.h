@@ -4,12 +4,13 @@
 // (--length, on a grid from the trace's first IO): busy time (the analysis
 // module's BusyTime, each IO's interval clipped to the windows it covers),
 // bytes and IOs of the selected IOs. The choice is then made from these
-// per-window figures: heavy = the windows with the highest activity score,
-// light = active windows (with IOs) whose score is nearest the median of the
-// active windows. The second pass copies the chosen windows' IOs in time order,
-// shifting times so that no idle gap (no IO outstanding) is longer than
-// max_idle, within a window or between two. Memory: one small record per
-// window.
+// per-window figures, among the windows that lie within the trace (a last
+// window shorter than --length is never taken): heavy = the windows with the
+// highest activity score, light = the windows with the lowest score that
+// still hold selected IOs, leaving out the windows heavy takes. The second
+// pass copies the chosen windows' IOs in time order, shifting times so that no
+// idle gap (no IO outstanding) is longer than max_idle, within a window or
+// where one window joins the next. Memory: one small record per window.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,9 @@ struct CutOptions {
   int64_t length_ns = 60'000'000'000;  // window length for heavy/light
   uint32_t count = 1;                  // windows to pick for heavy/light
   int64_t max_idle_ns = 1'000'000'000;
+  // Discards and write-zeroes move no data: their bytes are shown, and scored
+  // only when this is set.
+  bool score_discards = false;
 };
 
 // Activity of one window of the grid.
@@ -48,7 +52,9 @@ struct WindowActivity {
   int64_t start_ns = 0;  // relative to the trace's first IO
   int64_t end_ns = 0;
   int64_t busy_ns = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;               // read and written (with score_discards: discarded and write-zeroes too)
+  uint64_t discard_bytes = 0;       // shown; scored only with score_discards
+  uint64_t write_zeroes_bytes = 0;  // likewise
   uint64_t ios = 0;
   double score = 0;      // see Activity
 };
@@ -59,7 +65,11 @@ struct WindowActivity {
 struct Activity {
   std::vector<WindowActivity> windows;  // the whole grid, idle windows included
   bool timed = false;                   // some selected IO has a completion time
-  std::string score_basis() const { return timed ? "busy time and bytes" : "IOs and bytes (no completion times)"; }
+  bool score_discards = false;
+  int64_t span_ns = 0;                  // the trace's first issue to its last end (all IOs)
+  // Windows that lie within the trace: those a cut may take.
+  size_t within() const;
+  std::string score_basis() const;
 };
 
 struct ChosenWindow {
@@ -70,18 +80,27 @@ struct ChosenWindow {
 struct CutResult {
   std::vector<ChosenWindow> chosen;  // in time order
   size_t windows_measured = 0;
+  size_t windows_within = 0;         // of those, the windows within the trace (candidates)
+  int64_t span_ns = 0;               // the trace's span (heavy/light)
   std::string score_basis;
+  std::string note;                  // why fewer windows than asked for were taken; empty if not
   uint64_t ios = 0;                  // IOs written
-  int64_t removed_idle_ns = 0;       // idle time cut away by max_idle
+  // Idle time (no selected IO outstanding) cut away by max_idle: gaps within a
+  // window, and where one window joins the next, the idle end of the one plus
+  // the idle start of the other.
+  int64_t removed_idle_ns = 0;
+  int64_t between_ns = 0;            // trace time between the chosen windows, not in the cut
 };
 
 // Pass 1: the activity of every window of `length_ns` from the first IO.
-Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns);
+Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards = false);
 
-// The `count` windows a heavy / light cut takes, in time order, each with
-// the reason it was taken.
-std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count);
-std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count);
+// The windows a heavy / light cut takes (at most `count`, fewer when fewer
+// qualify; *note then says why), in time order, each with the reason it was
+// taken. Light leaves out the `count` windows heavy takes; with none left it
+// throws UsageError.
+std::vector<ChosenWindow> pick_heavy(const Activity& activity, uint32_t count, std::string* note = nullptr);
+std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count, std::string* note = nullptr);
 
 // Both passes and the output trace. Throws TraceError.
 CutResult cut(const CutOptions& options);
