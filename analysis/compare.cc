@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <sstream>
 
 #include "analysis/report.h"
 #include "analysis/report_output.h"
@@ -409,6 +410,19 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
   return e;
 }
 
+// Whether `e`, a trace that is no replay result, is the very file a replay
+// result among `entries` replayed (the recording beside its replays).
+bool replayed_here(const std::vector<CompareEntry>& entries, const CompareEntry& e) {
+  std::error_code ec;
+  for (const auto& r : entries) {
+    if (r.source_sha256.empty()) continue;
+    std::istringstream sources(r.source);  // replay.source: the paths, separated by spaces
+    for (std::string p; sources >> p;)
+      if (std::filesystem::equivalent(p, e.path, ec)) return true;
+  }
+  return false;
+}
+
 Comparison make_comparison(std::vector<CompareEntry> entries, const std::string& baseline) {
   Comparison c;
   c.entries = std::move(entries);
@@ -421,8 +435,9 @@ Comparison make_comparison(std::vector<CompareEntry> entries, const std::string&
     std::vector<std::string> shas, unknown;
     for (const auto& e : c.entries)
       if (e.workload == w) {
-        if (e.source_sha256.empty()) unknown.push_back(e.drive);
-        else if (std::find(shas.begin(), shas.end(), e.source_sha256) == shas.end()) shas.push_back(e.source_sha256);
+        if (e.source_sha256.empty() && !replayed_here(c.entries, e)) unknown.push_back(e.drive);
+        else if (!e.source_sha256.empty() && std::find(shas.begin(), shas.end(), e.source_sha256) == shas.end())
+          shas.push_back(e.source_sha256);
       }
     if (!unknown.empty() && !shas.empty())
       c.warnings.push_back(fmt::format("workload \"{}\": {} record no source trace (not replay results): cannot "
@@ -472,11 +487,14 @@ Comparison make_comparison(std::vector<CompareEntry> entries, const std::string&
     if (!baseline.empty() && !has_baseline)
       c.warnings.push_back(fmt::format("workload \"{}\" has no result of drive \"{}\": its ratios are to \"{}\"", w,
                                        baseline, es.front()->drive));
-    // Settings that change what a replay measures.
+    // Settings that change what a replay measures: a recording or a model has none.
+    std::vector<const CompareEntry*> replays;
+    for (const CompareEntry* e : es)
+      if (!e->timing.empty()) replays.push_back(e);
     const std::pair<const char*, std::string (*)(const CompareEntry&)> settings[] = {
         {"timing", timing_of}, {"clock (replay.times)", times_of}, {"prefill", prefill_of}};
     for (const auto& [name, of] : settings)
-      if (const std::string s = spread(es, of); !s.empty())
+      if (const std::string s = spread(replays, of); !s.empty())
         c.warnings.push_back(fmt::format("workload \"{}\": results differ in {}: {}", w, name, s));
     std::vector<const CompareEntry*> original;  // speed matters only at the recorded times
     for (const CompareEntry* e : es)

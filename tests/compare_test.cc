@@ -176,6 +176,35 @@ TEST_CASE("compare keeps replays of different traces apart and flags different c
   CHECK(e.output.find("differ in prefill: not recorded (A), full (B)") != std::string::npos);
 }
 
+TEST_CASE("compare shows a recording beside its own replay without a warning, another trace with one") {
+  test::TempDir dir;
+  const std::string recording = dir.file("recorded.iot"), other = dir.file("other.iot"), replayed = dir.file("r.iot");
+  // A recording (no replay settings at all) and a replay of that very file.
+  v1::TraceHeader h;
+  h.set_source(v1::SOURCE_SYNTH);
+  for (const auto& path : {recording, other}) {
+    TraceWriter w(path, h);
+    Io io;
+    io.issue_ns = 1'000'000;
+    io.complete_ns = 1'100'000;
+    io.length = 4096;
+    w.append(io);
+    w.close();
+  }
+  write_result(replayed, replay_meta("", "", recording, kShaA), 10, 1'000'000, 100'000);
+  const auto own = compare({recording, replayed}, "--label w/recorded --label w/replayed --html " +
+                                                      dir.file("a.html") + " 2>&1 >/dev/null");
+  INFO(own.output);
+  REQUIRE(own.exit_code == 0);
+  CHECK(own.output.find("warning") == std::string::npos);
+  const auto foreign = compare({other, replayed}, "--label w/other --label w/replayed --html " + dir.file("b.html") +
+                                                      " 2>&1 >/dev/null");
+  INFO(foreign.output);
+  REQUIRE(foreign.exit_code == 0);
+  CHECK(foreign.output.find("other record no source trace (not replay results): cannot check") != std::string::npos);
+  CHECK(foreign.output.find("results differ in") == std::string::npos);
+}
+
 TEST_CASE("compare gives each drive's figures as ratios to the baseline drive") {
   test::TempDir dir;
   const std::vector<std::string> files = {dir.file("a.iot"), dir.file("b.iot")};
