@@ -19,7 +19,7 @@ namespace {
 struct ReplayArgs {
   replay::ReplayOptions o;
   std::string timing = "original", qd = "recorded", max_idle, events = "issue", device_map, fit = "fail",
-              data = "random", window, times = "auto", prefill = "none";
+              data = "random", window, times = "auto", prefill = "auto";
 };
 
 void run(ReplayArgs& a) {
@@ -39,10 +39,13 @@ void run(ReplayArgs& a) {
   o.data = replay::parse_data(a.data);
   if (!a.window.empty()) o.window = units::parse_window(a.window, "--window");
   o.times = a.times == "device" ? replay::Times::kDevice : a.times == "user" ? replay::Times::kUser : replay::Times::kAuto;
-  o.prefill = a.prefill == "reads" ? replay::Prefill::kReads
+  o.prefill = a.prefill == "reads"  ? replay::Prefill::kReads
               : a.prefill == "full" ? replay::Prefill::kFull
-                                    : replay::Prefill::kNone;
+              : a.prefill == "none" ? replay::Prefill::kNone
+                                    : replay::Prefill::kAuto;
   const bool tty = ::isatty(STDERR_FILENO);
+  // Before the plan pass, which reads the whole trace.
+  if (o.result.empty() && !o.dry_run) throw UsageError("-o RESULT is required (except with --dry-run)");
 
   replay::Prepared p = replay::prepare_replay(o);
   for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
@@ -50,7 +53,6 @@ void run(ReplayArgs& a) {
     fmt::print("{}", replay::describe_plan(p));
     return;
   }
-  if (o.result.empty()) throw UsageError("-o RESULT is required (except with --dry-run)");
 
   const StopSignals signals;
   std::function<void(const replay::Progress&)> show;
@@ -72,8 +74,12 @@ void run(ReplayArgs& a) {
   if (!out.device_times && o.times == replay::Times::kAuto)
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
                        "overhead included), not the device's: {}\n", out.user_times_reason);
-  if (o.prefill != replay::Prefill::kNone)
-    fmt::print("prefill    {} bytes written before the replay\n", out.prefilled_bytes);
+  const replay::Prefill prefill = p.options.prefill;
+  if (prefill == replay::Prefill::kNone)
+    fmt::print("prefill    none (reads may have read ranges never written)\n");
+  else
+    fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
+               out.prefilled_bytes);
   fmt::print("{}", out.fidelity.text());
   fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
                                                   : "user (replayer: submission to reap)");
@@ -127,8 +133,10 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prefill", a->prefill, "Before the timed replay, write what it will read (reads) or every "
                                            "byte of the targets (full) with the --data pattern, so that reads "
-                                           "find data; needs --allow-write")
-      ->check(CLI::IsMember({"none", "reads", "full"}))
+                                           "find data; needs --allow-write. auto: reads with --allow-write "
+                                           "onto block devices, else none (with a warning that reads may find "
+                                           "ranges never written). The result's replay.prefill key says which")
+      ->check(CLI::IsMember({"auto", "none", "reads", "full"}))
       ->capture_default_str();
   sub->add_flag("--allow-write", a->o.allow_write, "Let writes, discards and write-zeroes change the target");
   sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");

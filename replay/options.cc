@@ -85,6 +85,16 @@ std::string describe_data(const DataPattern& d) {
   return "random";
 }
 
+const char* prefill_name(Prefill p) {
+  switch (p) {
+    case Prefill::kNone: return "none";
+    case Prefill::kReads: return "reads";
+    case Prefill::kFull: return "full";
+    case Prefill::kAuto: return "auto";
+  }
+  return "auto";
+}
+
 std::string describe(const ReplayOptions& o) {
   std::string s = fmt::format("timing={} speed={} qd={} max_idle={} events={} fit={} data=",
                               o.timing == Timing::kOriginal ? "original" : "afap", o.speed,
@@ -97,7 +107,7 @@ std::string describe(const ReplayOptions& o) {
   if (o.window.start_ns || o.window.end_ns)
     s += fmt::format(" window={}ns..{}", o.window.start_ns,
                      o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());
-  if (o.prefill != Prefill::kNone) s += o.prefill == Prefill::kReads ? " prefill=reads" : " prefill=full";
+  s += fmt::format(" prefill={}", prefill_name(o.prefill));
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";
   return s;

@@ -36,6 +36,9 @@ enum class Prefill {
   kNone,
   kReads,  // the ranges the replay reads
   kFull,   // every byte of every target
+  // kReads when writes are allowed and every target is a block device, else
+  // kNone; prepare_replay() settles it before anything reads the options.
+  kAuto,
 };
 
 struct DataPattern {
@@ -84,6 +87,7 @@ struct ReplayOptions {
 DataPattern parse_data(const std::string& text);          // "random", "zero", "compress:PCT"
 std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets);
 std::string describe_data(const DataPattern& d);           // parse_data's inverse
+const char* prefill_name(Prefill p);                       // "none", "reads", "full" ("auto" unsettled)
 std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run
 
 }  // namespace iotape::replay

@@ -60,6 +60,18 @@ std::string bytes_text(uint64_t b) {
 
 }  // namespace
 
+namespace {
+
+// --prefill auto settled: a replay that may write onto block devices fills
+// what it reads first, as reviews play their traces on a drive holding data.
+Prefill settle_prefill(const ReplayOptions& o, const std::vector<Target>& targets) {
+  if (o.prefill != Prefill::kAuto) return o.prefill;
+  const bool all_block = std::all_of(targets.begin(), targets.end(), [](const Target& t) { return t.block; });
+  return o.allow_write && all_block ? Prefill::kReads : Prefill::kNone;
+}
+
+}  // namespace
+
 Prepared prepare_replay(const ReplayOptions& o) {
   if (o.targets.empty()) throw UsageError("no --target given");
   if (o.speed <= 0) throw UsageError("--speed must be positive");
@@ -67,6 +79,8 @@ Prepared prepare_replay(const ReplayOptions& o) {
   p.options = o;
   // Read-only until the plan says the replay writes and that is allowed.
   for (const auto& t : o.targets) p.targets.push_back(open_target(t, false, true));
+  p.options.prefill = settle_prefill(o, p.targets);
+  const Prefill prefill = p.options.prefill;
   {
     TraceReader reader(o.traces);
     p.plan = make_plan(reader, p.targets, o);
@@ -93,15 +107,21 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                    fmt::join(problems, "; ")));
     for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
   }
-  if (o.prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
+  if (prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
     throw UsageError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
-  const bool writes = p.plan.writes() || o.prefill != Prefill::kNone;
+  const bool writes = p.plan.writes() || prefill != Prefill::kNone;
   if (p.plan.writes() && !o.allow_write && !o.dry_run)
     throw UsageError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
                                  "to let it change the contents of {}",
                                  p.plan.by_op[static_cast<int>(Op::kWrite)],
                                  p.plan.by_op[static_cast<int>(Op::kDiscard)],
                                  p.plan.by_op[static_cast<int>(Op::kWriteZeroes)], fmt::join(o.targets, ", ")));
+  if (prefill == Prefill::kNone && p.plan.by_op[static_cast<int>(Op::kRead)])
+    p.warnings.push_back(fmt::format(
+        "nothing is prefilled: the {} reads may read ranges never written, which a drive answers without reading "
+        "its media (measuring nothing); {}",
+        p.plan.by_op[static_cast<int>(Op::kRead)],
+        o.allow_write ? "--prefill reads writes them first" : "--allow-write with --prefill reads writes them first"));
   if (o.qd == 0 && p.plan.with_completion < p.plan.ios)
     p.warnings.push_back(fmt::format("{} of {} IOs have no recorded completion; --qd recorded treats them as "
                                      "completing when issued (use --qd N for such traces)",
@@ -206,6 +226,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.source_sha256"] = source_sha256;
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
+  m["replay.prefill"] = prefill_name(p.options.prefill);
   m["replay.version"] = kVersion;
   if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
   if (device) {

@@ -22,7 +22,7 @@
 namespace iotape::replay {
 
 struct Prepared {
-  ReplayOptions options;
+  ReplayOptions options;  // --prefill auto settled to what the replay does
   std::vector<Target> targets;
   Plan plan;
   std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...

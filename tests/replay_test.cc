@@ -1170,3 +1170,69 @@ TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench ph
   CHECK(replayed == expected);
   CHECK(benched == expected);
 }
+
+// A replay that may write onto a block device fills what it reads first, so
+// that no read finds a range never written; one that does not prefill says
+// so. The kernel's write counter and the reads' union, computed here, are the
+// truth.
+TEST_CASE("replay: by default a replay with --allow-write onto a block device prefills its reads", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(32 * kMiB);
+  std::mt19937_64 rng(11);
+  std::vector<Io> ios;
+  std::vector<std::pair<int64_t, int64_t>> reads;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t off = (rng() % (31 * kMiB)) / 4096 * 4096, len = 4096 * (1 + rng() % 16);
+    ios.push_back(make_io(i * 20'000, Op::kRead, off, len));
+    reads.emplace_back(off, off + len);
+  }
+  const std::string trace = dir.file("reads.iotape");
+  write_trace(trace, ios, 32 * kMiB);
+  const std::string footprint = std::to_string(union_ns(reads));
+  test::run("udevadm settle");
+  // Sectors the kernel wrote to the device during `command`, with its output.
+  auto written = [&](const std::string& result, const std::string& extra) {
+    const auto before = test::block_stat(loop.name());
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--timing afap --times user " + extra));
+    test::run("udevadm settle");
+    const auto after = test::block_stat(loop.name());
+    return std::pair{r, (after.write_sectors - before.write_sectors) * 512};
+  };
+
+  SECTION("--allow-write: the read footprint is written first, and the result says so") {
+    const std::string result = dir.file("auto.iotape");
+    const auto [r, bytes] = written(result, "--allow-write");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::to_string(bytes) == footprint);  // every byte read, written once, nothing else
+    CHECK(r.output.find("never written") == std::string::npos);
+    CHECK(r.output.find("prefill    reads: " + footprint + " bytes written before the replay") != std::string::npos);
+    TraceReader rr(result);
+    CHECK(rr.header().metadata().at("replay.prefill") == "reads");
+    CHECK(rr.header().metadata().at("replay.prefilled_bytes") == footprint);
+    CHECK(read_all(result).size() == ios.size());
+  }
+  SECTION("--prefill none: nothing written, a warning, and the result says so") {
+    const std::string result = dir.file("none.iotape");
+    const auto [r, bytes] = written(result, "--allow-write --prefill none");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(bytes == 0);
+    CHECK(r.output.find("iotape: warning: nothing is prefilled: the 300 reads may read ranges never written") !=
+          std::string::npos);
+    TraceReader rr(result);
+    CHECK(rr.header().metadata().at("replay.prefill") == "none");
+    CHECK(rr.header().metadata().count("replay.prefilled_bytes") == 0);
+  }
+  SECTION("without --allow-write: nothing written, a warning naming --allow-write") {
+    const std::string result = dir.file("ro.iotape");
+    const auto [r, bytes] = written(result, "");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(bytes == 0);
+    CHECK(r.output.find("nothing is prefilled") != std::string::npos);
+    CHECK(r.output.find("--allow-write with --prefill reads") != std::string::npos);
+    CHECK(TraceReader(result).header().metadata().at("replay.prefill") == "none");
+  }
+}
