@@ -117,8 +117,12 @@ void add_replay_command(CLI::App& app) {
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();
-  sub->add_option("--device-map", a->device_map, "SRC=DST,...: trace device (MAJ:MIN or index) to target (path or "
-                                                 "index); unmapped devices are skipped");
+  sub->add_option("--device-map", a->device_map, "SRC=DST,...: trace device (index, MAJ:MIN or name, as `iotape "
+                                                 "info` lists them) onto target (--target path or index, from 0); "
+                                                 "unmapped devices are skipped, several may share a target. Without "
+                                                 "it, trace device i goes onto target i (one target: the trace's "
+                                                 "one device), and a trace with more devices than targets is "
+                                                 "refused; --dry-run prints the map");
   sub->add_option("--fit", a->fit, "Offsets beyond a target: fail before starting, wrap modulo its size, or scale "
                                    "proportionally")
       ->check(CLI::IsMember({"fail", "wrap", "scale"}))

@@ -60,11 +60,13 @@ std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std:
     uint32_t v;
     if (colon != std::string::npos) {
       if (!parse_uint(src.substr(0, colon), e.source_major) || !parse_uint(src.substr(colon + 1), e.source_minor))
-        throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+        throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN, an index or a name");
     } else if (parse_uint(src, v)) {
       e.source_index = v;
+    } else if (!src.empty()) {
+      e.source_name = src;  // checked against the trace's device table by make_plan
     } else {
-      throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+      throw UsageError("bad --device-map entry '" + item + "': no trace device (an index, MAJ:MIN or name) before '='");
     }
     bool found = false;
     for (size_t t = 0; t < targets.size() && !found; ++t)

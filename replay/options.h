@@ -46,9 +46,12 @@ struct DataPattern {
   int compress_percent = 0;  // kCompressible: share of every 4 KiB block that is zeroes
 };
 
-// One --device-map entry: trace device (index, or MAJ:MIN) to target index.
+// One --device-map entry: a trace device to a target index. The device is
+// named by its index when source_index is set, else by its name in the
+// trace's device table when source_name is set, else by MAJ:MIN.
 struct DeviceMapEntry {
   std::optional<uint32_t> source_index;
+  std::string source_name;
   uint32_t source_major = 0;
   uint32_t source_minor = 0;
   uint32_t target = 0;  // index into ReplayOptions::targets

@@ -127,6 +127,10 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                      "completing when issued (use --qd N for such traces)",
                                      p.plan.ios - p.plan.with_completion, p.plan.ios));
   if (p.plan.skipped) p.warnings.push_back(fmt::format("{} IOs of unmapped trace devices are skipped", p.plan.skipped));
+  for (size_t t = 0; t < p.targets.size(); ++t)
+    if (std::none_of(p.plan.routes.begin(), p.plan.routes.end(),
+                     [&](const DeviceRoute& r) { return r.target == static_cast<int>(t); }))
+      p.warnings.push_back(fmt::format("{} receives no IOs: no trace device with IOs goes onto it", p.targets[t].path));
   if (writes && !o.dry_run) {
     std::vector<Target> rw;
     for (const auto& t : o.targets) rw.push_back(open_target(t, true, o.force));
@@ -158,6 +162,10 @@ std::string describe_plan(const Prepared& p) {
   for (const auto& t : p.targets)
     s += fmt::format("target     {} ({}) {} bytes, {} B blocks, model '{}' serial '{}'\n", t.path,
                      t.block ? "block device" : "file", t.size, t.logical_block, t.model, t.serial);
+  for (const auto& r : pl.routes)
+    s += fmt::format("map        trace device {} ({} IOs) -> {}\n", r.label, r.ios,
+                     r.target >= 0 ? p.targets[static_cast<size_t>(r.target)].path : std::string("not replayed"));
+  s += fmt::format("prefill    {}\n", prefill_name(p.options.prefill));
   return s;
 }
 

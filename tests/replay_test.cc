@@ -1236,3 +1236,80 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
     CHECK(TraceReader(result).header().metadata().at("replay.prefill") == "none");
   }
 }
+
+// Two trace devices onto one target is a choice the user makes with
+// --device-map, never a default; --dry-run shows where each device goes.
+TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run prints the map", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice a(16 * kMiB), b(16 * kMiB);
+  v1::TraceHeader h;
+  for (const auto& [minor, name] : {std::pair{0u, "sda"}, std::pair{16u, "sdb"}}) {
+    auto* d = h.add_devices();
+    d->set_major(8);
+    d->set_minor(minor);
+    d->set_name(name);
+    d->set_size_bytes(16 * kMiB);
+  }
+  const std::string trace = dir.file("two.iotape"), result = dir.file("r.iotape");
+  {
+    TraceWriter w(trace, h);
+    for (int i = 0; i < 150; ++i) {
+      Io io = make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
+      io.device = i < 100 ? 0 : 1;  // 100 IOs on sda, 50 on sdb
+      w.append(io);
+    }
+    w.close();
+  }
+  test::run("udevadm settle");
+  auto reads_on_a = [&](const std::string& extra) {
+    const auto before = test::block_stat(a.name());
+    const auto r = test::run(replay_cmd(trace, a.path(), result, "--qd 1 --times user " + extra));
+    return std::pair{r, test::block_stat(a.name()).read_ios - before.read_ios};
+  };
+
+  SECTION("one target, no map: refused, naming the devices and the target, untouched") {
+    const auto [r, reads] = reads_on_a("");
+    INFO(r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("#0 8:0 sda (100 IOs), #1 8:16 sdb (50 IOs)") != std::string::npos);
+    CHECK(r.output.find("0 " + a.path()) != std::string::npos);
+    CHECK(r.output.find("--device-map") != std::string::npos);
+    CHECK(reads == 0);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+  SECTION("--device-map by index, MAJ:MIN or name") {
+    const auto [dry, none] = reads_on_a("--device-map 0=0,8:16=" + a.path() + " --dry-run");
+    INFO(dry.output);
+    CHECK(dry.exit_code == 0);
+    CHECK(dry.output.find("map        trace device #0 8:0 sda (100 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(dry.output.find("map        trace device #1 8:16 sdb (50 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(none == 0);
+    const auto [both, reads] = reads_on_a("--device-map 0=0,8:16=0");
+    INFO(both.output);
+    CHECK(both.exit_code == 0);
+    CHECK(reads == 150);
+    const auto [one, sdb] = reads_on_a("--device-map sdb=0");
+    INFO(one.output);
+    CHECK(one.exit_code == 0);
+    CHECK(sdb == 50);
+    const auto skipped = test::run(replay_cmd(trace, a.path(), result, "--device-map sdb=0 --dry-run"));
+    CHECK(skipped.output.find("map        trace device #0 8:0 sda (100 IOs) -> not replayed\n") != std::string::npos);
+  }
+  SECTION("a --device-map entry that names no device of the trace is refused") {
+    const auto [r, reads] = reads_on_a("--device-map sdz=0");
+    INFO(r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("'sdz'") != std::string::npos);
+    CHECK(r.output.find("#0 8:0 sda, #1 8:16 sdb") != std::string::npos);
+    CHECK(reads == 0);
+  }
+  SECTION("as many targets as devices: device i onto target i, shown by --dry-run") {
+    const auto r = test::run(test::iotape_binary() + " replay " + trace + " --target " + a.path() + " --target " +
+                             b.path() + " --dry-run");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("trace device #0 8:0 sda (100 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(r.output.find("trace device #1 8:16 sdb (50 IOs) -> " + b.path() + "\n") != std::string::npos);
+  }
+}
