@@ -64,9 +64,9 @@ void run(ReplayArgs& a) {
         std::fflush(stderr);
         return;
       }
-      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {} errors   ", pr.elapsed_ns / 1e9, pr.completed,
+      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {}   ", pr.elapsed_ns / 1e9, pr.completed,
                  pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
-                 pr.errors);
+                 replay::count_of(pr.errors, "error"));
       std::fflush(stderr);
     };
   const replay::Outcome out = replay::run_replay(p, signals.flag(), show);
@@ -88,6 +88,14 @@ void run(ReplayArgs& a) {
                static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
+  if (!out.failures.empty()) {
+    const bool stopped = o.stop_on_error && out.interrupted && !signals.stopped();
+    fmt::print(stderr, "iotape: {}{}:\n", stopped ? "stopped at the first IO error, " : "",
+               replay::count_of(out.errors, "IO") + " failed");
+    for (const auto& f : out.failures) fmt::print(stderr, "  {}\n", replay::describe_failure(f, p.targets));
+    if (out.errors > out.failures.size())
+      fmt::print(stderr, "  and {} more (their status is in the result)\n", out.errors - out.failures.size());
+  }
   if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
 }
 
@@ -101,7 +109,8 @@ void add_replay_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("--target", a->o.targets, "Block device or regular file to replay onto; repeat for several")
       ->required();
-  sub->add_option("-o,--output", a->o.result, "Result trace: per IO the replayed issue/completion time and status");
+  sub->add_option("-o,--output", a->o.result, "Result trace (required unless --dry-run): per IO the replayed "
+                                              "issue/completion time and status");
   sub->add_option("--timing", a->timing, "original: recorded times on an absolute schedule; afap: as fast as the "
                                          "queue-depth rule allows")
       ->check(CLI::IsMember({"original", "afap"}))

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -139,6 +140,14 @@ Prepared prepare_replay(const ReplayOptions& o) {
   for (const auto& t : p.targets)
     if (!t.direct) p.warnings.push_back(t.path + ": the filesystem refuses O_DIRECT; replaying buffered");
   return p;
+}
+
+std::string describe_failure(const IoFailure& f, const std::vector<Target>& targets) {
+  const int err = -f.status;
+  const char* name = ::strerrorname_np(err);
+  return fmt::format("IO #{} ({} of {} bytes at byte {} of {}): {}{}", f.source_index, op_name(f.op), f.length,
+                     f.offset, f.target < targets.size() ? targets[f.target].path : fmt::format("target {}", f.target),
+                     name ? fmt::format("{}, ", name) : fmt::format("error {}, ", err), std::strerror(err));
 }
 
 std::string describe_plan(const Prepared& p) {
@@ -530,6 +539,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         ++prog.completed;
         if (s.status) {
           ++prog.errors;
+          if (out.failures.size() < Outcome::kKeptFailures)
+            out.failures.push_back({.source_index = s.io.source_index, .target = s.io.target, .op = s.io.op,
+                                    .offset = s.io.offset, .length = s.io.length, .status = s.status});
           if (o.stop_on_error) out.interrupted = true;
         }
       }

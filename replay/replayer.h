@@ -43,9 +43,24 @@ struct Progress {
   uint64_t prefill_done = 0, prefill_total = 0;  // bytes, while --prefill runs (then nothing else is set)
 };
 
+// A replayed IO that failed, as the result records it.
+struct IoFailure {
+  uint64_t source_index = 0;  // the IO's position in the source trace
+  uint32_t target = 0;
+  Op op = Op::kRead;
+  uint64_t offset = 0, length = 0;  // on the target
+  int32_t status = 0;               // a negative errno
+};
+
+// "IO #12 (read of 16384 bytes at byte 8388608 of /dev/loop3): ERANGE,
+// Numerical result out of range"
+std::string describe_failure(const IoFailure& f, const std::vector<Target>& targets);
+
 struct Outcome {
   uint64_t ios = 0;          // IOs replayed (written to the result)
   uint64_t errors = 0;       // of them with a non-zero status
+  static constexpr size_t kKeptFailures = 10;
+  std::vector<IoFailure> failures;  // the first kKeptFailures of them, in completion order
   int64_t duration_ns = 0;
   bool interrupted = false;  // `stop` was set or --stop-on-error hit an error
   FidelitySummary fidelity;

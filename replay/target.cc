@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -71,7 +72,12 @@ Target open_target(const std::string& path, bool writable, bool force) {
   Target t;
   t.path = path;
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw error_errno(path, "cannot stat target", errno);
+  if (::stat(path.c_str(), &st) != 0) {
+    // A target that is not there is a wrong argument, not a failed system call.
+    if (errno == ENOENT || errno == ENOTDIR)
+      throw UsageError(fmt::format("{}: no such target: {}", path, std::strerror(errno)));
+    throw error_errno(path, "cannot stat target", errno);
+  }
   t.block = S_ISBLK(st.st_mode);
   if (!t.block && !S_ISREG(st.st_mode)) throw UsageError(path + ": target is neither a block device nor a regular file");
   int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;

@@ -1313,3 +1313,61 @@ TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run 
     CHECK(r.output.find("trace device #1 8:16 sdb (50 IOs) -> " + b.path() + "\n") != std::string::npos);
   }
 }
+
+// Every failed IO a replay reports is named: its index in the source, op,
+// offset, length, target and error; and counts agree in number.
+TEST_CASE("replay: failed IOs are named with index, op, offset and errno; 1 error is 1 error", "[root]") {
+  if (!test::require_root("mount tmpfs")) return;
+  constexpr uint64_t kBlock = 128 * 1024;
+  TempDir dir;
+  std::vector<Io> ios;
+  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * kBlock, kBlock));
+  const std::string trace = dir.file("w.iotape");
+  write_trace(trace, ios, 4 * kMiB);
+  // NearlyFullTmpfs: the eighth write ends short (EIO), the four after it find no space.
+  auto named = [&](const std::string& target, int index, int err) {
+    return fmt::format("  IO #{} (write of {} bytes at byte {} of {}): {}, {}\n", index, kBlock, index * kBlock,
+                       target, err == EIO ? "EIO" : "ENOSPC", std::strerror(err));
+  };
+  {
+    NearlyFullTmpfs fs;
+    const auto r = test::run(replay_cmd(trace, fs.target(), dir.file("r.iotape"), "--allow-write --timing afap --qd 1"));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("replayed   12 IOs, 5 errors\n") != std::string::npos);
+    CHECK(r.output.find("iotape: 5 IOs failed:\n") != std::string::npos);
+    CHECK(r.output.find(named(fs.target(), 7, EIO)) != std::string::npos);
+    for (int i = 8; i < 12; ++i) CHECK(r.output.find(named(fs.target(), i, ENOSPC)) != std::string::npos);
+  }
+  {
+    NearlyFullTmpfs fs;
+    const auto r = test::run(
+        replay_cmd(trace, fs.target(), dir.file("s.iotape"), "--allow-write --timing afap --qd 1 --stop-on-error"));
+    INFO(r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(r.output.find("replayed   8 IOs, 1 error\n") != std::string::npos);
+    CHECK(r.output.find("iotape: stopped at the first IO error, 1 IO failed:\n" + named(fs.target(), 7, EIO)) !=
+          std::string::npos);
+  }
+}
+
+// The summary prints what it measured: a held-back IO is one that waited,
+// whatever the reason, and the busy-time ratio reads the right way round.
+TEST_CASE("replay fidelity: the summary's words follow the busy-time ratio in both directions") {
+  replay::FidelitySummary s;
+  s.timed = true;
+  s.ios = 1000;
+  s.held_ios = 1;
+  s.recorded_busy_ns = 2'300'000'000;
+  s.replayed_busy_ns = 1'000'000'000;
+  std::string text = s.text();
+  INFO(text);
+  CHECK(text.find("slower") == std::string::npos);
+  CHECK(text.find("held back  1 IO (0.1%): due, but waited for earlier IOs") != std::string::npos);
+  CHECK(text.find("(target/recording 0.435: busy 2.30x shorter than the recording)") != std::string::npos);
+  s.replayed_busy_ns = 4'600'000'000;
+  text = s.text();
+  CHECK(text.find("(target/recording 2.000: busy 2.00x longer than the recording)") != std::string::npos);
+  s.replayed_busy_ns = 2'300'000'000;
+  CHECK(s.text().find("(target/recording 1.000: busy as long as the recording)") != std::string::npos);
+}
