@@ -11,6 +11,7 @@
 #include "cli/stop_signals.h"
 #include "replay/replayer.h"
 #include "traces/error.h"
+#include "traces/reader.h"
 #include "units/units.h"
 
 namespace iotape::cli {
@@ -49,6 +50,11 @@ void run(ReplayArgs& a) {
 
   replay::Prepared p = replay::prepare_replay(o);
   for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
+  const ReadStatus& damage = p.source_status;
+  if (damage.damaged && p.plan.ios == 0) {
+    fmt::print(stderr, "iotape: {}: no IO before the damage; nothing replayed\n", damage.message);
+    throw ExitCode{kExitDamaged};
+  }
   if (o.dry_run) {
     fmt::print("{}", replay::describe_plan(p));
     return;
@@ -97,6 +103,11 @@ void run(ReplayArgs& a) {
       fmt::print(stderr, "  and {} more (their status is in the result)\n", out.errors - out.failures.size());
   }
   if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
+  if (damage.damaged) {
+    fmt::print(stderr, "iotape: {}: the replay stops there; the result covers the {} before it\n", damage.message,
+               replay::count_of(out.ios, "IO"));
+    throw ExitCode{kExitDamaged};
+  }
 }
 
 }  // namespace
@@ -157,9 +168,11 @@ void add_replay_command(CLI::App& app) {
   sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
   sub->add_option("--window", a->window,
                   "START..END: only the IOs in this part of the trace (e.g. 10s..70s, 1h.., ..90s)");
-  sub->footer("Exit status: 0 done, 3 stopped by --stop-on-error, 77 a target refused (mounted, swap, held; "
-              "nothing replayed), 130 interrupted; the result trace is valid in every case where the replay "
-              "started. Other errors (nothing replayed): iotape --help.");
+  sub->footer("Exit status: 0 done, 2 the source trace is damaged (the result covers the IOs before the damage; "
+              "nothing replayed when there are none), 3 stopped by --stop-on-error, 64 a bad option or target "
+              "(a --target that does not exist, devices without --device-map, nothing to replay), 77 a target "
+              "refused (mounted, swap, held; nothing replayed), 130 interrupted; the result trace is valid in "
+              "every case where the replay started. Other errors (nothing replayed): iotape --help.");
   sub->callback([a] { run(*a); });
 }
 

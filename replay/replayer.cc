@@ -93,10 +93,20 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                        "device latency at low queue depth is not comparable (README: Low queue "
                                        "depth on a VM)",
                                        recorded_idle->second, p.cpu_idle.empty() ? "no cpuidle" : p.cpu_idle));
-    if (reader.status().damaged)
-      p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
-                           reader.status().message);
+    p.source_status = reader.status();
   }
+  if (p.plan.ios == 0 && !p.source_status.damaged) {
+    if (p.plan.source_ios == 0) throw InputError(fmt::format("{}: the trace holds no IOs: nothing to replay",
+                                                             fmt::join(o.traces, " ")));
+    throw UsageError(fmt::format("nothing to replay: of the trace's {} IOs, {} are inside the window and none of "
+                                 "them goes to a target ({} of unmapped devices, {} flushes the kernel made for "
+                                 "fsyncs)",
+                                 p.plan.source_ios, p.plan.skipped + p.plan.kernel_flushes, p.plan.skipped,
+                                 p.plan.kernel_flushes));
+  }
+  if (p.source_status.damaged)
+    p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
+                         p.source_status.message);
   if (!p.plan.unfit.empty())
     throw UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
                                  fmt::join(p.plan.unfit, "; ")));

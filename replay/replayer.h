@@ -27,14 +27,21 @@ struct Prepared {
   Plan plan;
   std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...
   std::string cpu_idle;               // how this host's idle CPUs wait (traces/cpu_idle.h), for the result
+  // Damage the plan pass met in the source: the replay covers the IOs before
+  // it. Damage is the caller's to report (the CLI exits 2 after the replay).
+  ReadStatus source_status;
 };
 
 // Throws TraceError, naming the reason, when the replay must not start: a
 // target that is unsafe without --force, writes without --allow-write, IOs
-// that do not fit under --fit fail.
+// that do not fit under --fit fail, trace devices without a target or
+// sharing one unasked (see DeviceMap), nothing to replay. A damaged source
+// with no IO before the damage is not refused here: plan.ios is 0 and
+// source_status says where and why.
 Prepared prepare_replay(const ReplayOptions& o);
 
-// Text of --dry-run: IOs, bytes, span, estimated duration, targets.
+// Text of --dry-run: IOs, bytes, span, estimated duration, targets, which
+// trace device goes onto which target, the prefill.
 std::string describe_plan(const Prepared& p);
 
 struct Progress {

@@ -1314,6 +1314,82 @@ TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run 
   }
 }
 
+// A damaged source is replayed up to the damage, and the exit status says
+// it was damaged; a replay of nothing is never a success.
+TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to replay is an error", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  std::vector<Io> ios;
+  for (int i = 0; i < 1000; ++i) ios.push_back(make_io(i * 5'000, Op::kRead, (i % 1000) * 8192ull, 4096));
+  auto write_chunks = [&](const std::string& path, uint32_t chunk_ios) {
+    v1::TraceHeader h;
+    h.set_source(v1::SOURCE_SYNTH);
+    h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
+    h.add_devices()->set_size_bytes(16 * kMiB);
+    WriterOptions wo;
+    wo.chunk_ios = chunk_ios;
+    TraceWriter w(path, h, wo);
+    for (const auto& io : ios) w.append(io);
+    w.close();
+  };
+  const std::string result = dir.file("r.iotape");
+
+  SECTION("IOs before the damage: replayed, the result written, exit 2") {
+    const std::string cut = dir.file("cut.iotape");
+    write_chunks(cut, 100);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+    size_t readable = 0;
+    {
+      TraceReader r(cut);
+      Io io;
+      while (r.next(io)) ++readable;
+      REQUIRE(r.status().damaged);
+    }
+    REQUIRE(readable % 100 == 0);
+    REQUIRE(readable > 0);
+    REQUIRE(readable < ios.size());
+    const auto r = test::run(replay_cmd(cut, loop.path(), result, "--timing afap --times user"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("iotape: " + cut + ": byte ") != std::string::npos);
+    CHECK(r.output.find("the result covers the " + std::to_string(readable) + " IOs before it") != std::string::npos);
+    CHECK(read_all(result).size() == readable);
+  }
+  SECTION("no IO before the damage: exit 2, nothing replayed") {
+    const std::string cut = dir.file("empty-cut.iotape");
+    write_chunks(cut, 65536);  // one chunk, cut in the middle
+    std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+    {
+      TraceReader r(cut);
+      Io io;
+      REQUIRE_FALSE(r.next(io));
+      REQUIRE(r.status().damaged);
+    }
+    const auto r = test::run(replay_cmd(cut, loop.path(), result, "--timing afap"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("iotape: " + cut + ": byte ") != std::string::npos);
+    CHECK(r.output.find("nothing replayed") != std::string::npos);
+    CHECK(r.output.find("replayed   0 IOs") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+  SECTION("a trace without IOs, or a window without any: an error") {
+    const std::string empty = dir.file("empty.iotape"), full = dir.file("full.iotape");
+    write_trace(empty, {}, 16 * kMiB);
+    write_trace(full, ios, 16 * kMiB);
+    const auto none = test::run(replay_cmd(empty, loop.path(), result, ""));
+    INFO(none.output);
+    CHECK(none.exit_code == 65);
+    CHECK(none.output.find(empty + ": the trace holds no IOs") != std::string::npos);
+    const auto late = test::run(replay_cmd(full, loop.path(), result, "--window 1h.."));
+    INFO(late.output);
+    CHECK(late.exit_code == 64);
+    CHECK(late.output.find("nothing to replay") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+}
+
 // Every failed IO a replay reports is named: its index in the source, op,
 // offset, length, target and error; and counts agree in number.
 TEST_CASE("replay: failed IOs are named with index, op, offset and errno; 1 error is 1 error", "[root]") {
