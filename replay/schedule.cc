@@ -50,7 +50,9 @@ bool Placement::place(const Io& io, uint32_t& target, uint64_t& offset) const {
   if (t < 0) return false;
   target = static_cast<uint32_t>(t);
   offset = io.offset;
-  if (fit_ == Fit::kFail || io.length == 0) return true;
+  // A zero-length IO (a flush) is placed like any other: its offset, kept,
+  // may lie past a smaller target.
+  if (fit_ == Fit::kFail) return true;
   const uint64_t span = span_[t], align = align_[t];
   if (io.length > span) return true;  // make_plan refused this already
   if (fit_ == Fit::kWrap) {

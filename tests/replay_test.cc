@@ -1447,3 +1447,26 @@ TEST_CASE("replay fidelity: the summary's words follow the busy-time ratio in bo
   s.replayed_busy_ns = 2'300'000'000;
   CHECK(s.text().find("(target/recording 1.000: busy as long as the recording)") != std::string::npos);
 }
+
+// A flush has no bytes: wherever its recorded offset lies, it fits any
+// target, and is replayed as a flush rather than failed as out of range.
+TEST_CASE("replay: flushes recorded past the end of a smaller target replay under every --fit") {
+  TempDir dir;
+  const std::string trace = dir.file("f.iotape"), target = dir.file("target");
+  // A write near the start, then a flush whose recorded offset is 9 GiB in.
+  Io flush = make_io(200'000, Op::kFlush, 9ull << 30, 0);
+  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), flush}, 16ull << 30);
+  write_file(target, "");
+  REQUIRE(::truncate(target.c_str(), 8 * kMiB) == 0);
+  for (const std::string fit : {"fail", "wrap", "scale"}) {
+    const std::string result = dir.file("r-" + fit + ".iotape");
+    const auto r = test::run(replay_cmd(trace, target, result, "--allow-write --times user --timing afap --fit " + fit));
+    INFO("--fit " << fit << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("replayed   2 IOs, 0 errors\n") != std::string::npos);
+    const auto out = read_all(result);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].op == Op::kFlush);
+    CHECK(out[1].status == 0);
+  }
+}
