@@ -82,7 +82,8 @@ void run(ReplayArgs& a) {
                        "overhead included), not the device's: {}\n", out.user_times_reason);
   const replay::Prefill prefill = p.options.prefill;
   if (prefill == replay::Prefill::kNone)
-    fmt::print("prefill    none (reads may have read ranges never written)\n");
+    fmt::print("prefill    none{}\n", p.plan.by_op[static_cast<int>(Op::kRead)]
+                                          ? " (reads may have read ranges never written)" : "");
   else
     fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
                out.prefilled_bytes);

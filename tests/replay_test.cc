@@ -452,7 +452,8 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   {
     BlkTrace tracer(loop);
     // The replayer's own times: what a replay without BPF gives.
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd 8 --timing afap --times user"));
+    const auto r = test::run(replay_cmd(trace, loop.path(), result,
+                                        "--allow-write --prefill none --qd 8 --timing afap --times user"));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     seen = tracer.issued();
@@ -897,7 +898,7 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   std::vector<std::pair<int64_t, int64_t>> requests;
   {
     BlkTrace tracer(loop);
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd recorded"));
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill none --qd recorded"));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("times      device") != std::string::npos);
