@@ -165,13 +165,14 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--allow-write", a->o.allow_write, "Let writes, discards and write-zeroes change the target");
   sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");
-  sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration); touch nothing");
+  sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration, each trace device's "
+                                            "target, the prefill); touch nothing");
   sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
   sub->add_option("--window", a->window,
                   "START..END: only the IOs in this part of the trace (e.g. 10s..70s, 1h.., ..90s)");
   sub->footer("Exit status: 0 done, 2 the source trace is damaged (the result covers the IOs before the damage; "
               "nothing replayed when there are none), 3 stopped by --stop-on-error, 64 a bad option or target "
-              "(a --target that does not exist, devices without --device-map, nothing to replay), 77 a target "
+              "(a --target that does not exist, devices without --device-map, a --window or --device-map that leaves no IO), 77 a target "
               "refused (mounted, swap, held; nothing replayed), 130 interrupted; the result trace is valid in "
               "every case where the replay started. Other errors (nothing replayed): iotape --help.");
   sub->callback([a] { run(*a); });
