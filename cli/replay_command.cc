@@ -11,6 +11,7 @@
 #include "cli/stop_signals.h"
 #include "replay/replayer.h"
 #include "traces/error.h"
+#include "traces/reader.h"
 #include "units/units.h"
 
 namespace iotape::cli {
@@ -19,7 +20,7 @@ namespace {
 struct ReplayArgs {
   replay::ReplayOptions o;
   std::string timing = "original", qd = "recorded", max_idle, events = "issue", device_map, fit = "fail",
-              data = "random", window, times = "auto", prefill = "none";
+              data = "random", window, times = "auto", prefill = "auto";
 };
 
 void run(ReplayArgs& a) {
@@ -39,18 +40,25 @@ void run(ReplayArgs& a) {
   o.data = replay::parse_data(a.data);
   if (!a.window.empty()) o.window = units::parse_window(a.window, "--window");
   o.times = a.times == "device" ? replay::Times::kDevice : a.times == "user" ? replay::Times::kUser : replay::Times::kAuto;
-  o.prefill = a.prefill == "reads" ? replay::Prefill::kReads
+  o.prefill = a.prefill == "reads"  ? replay::Prefill::kReads
               : a.prefill == "full" ? replay::Prefill::kFull
-                                    : replay::Prefill::kNone;
+              : a.prefill == "none" ? replay::Prefill::kNone
+                                    : replay::Prefill::kAuto;
   const bool tty = ::isatty(STDERR_FILENO);
+  // Before the plan pass, which reads the whole trace.
+  if (o.result.empty() && !o.dry_run) throw UsageError("-o RESULT is required (except with --dry-run)");
 
   replay::Prepared p = replay::prepare_replay(o);
   for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
+  const ReadStatus& damage = p.source_status;
+  if (damage.damaged && p.plan.ios == 0) {
+    fmt::print(stderr, "iotape: {}: no IO before the damage; nothing replayed\n", damage.message);
+    throw ExitCode{kExitDamaged};
+  }
   if (o.dry_run) {
     fmt::print("{}", replay::describe_plan(p));
     return;
   }
-  if (o.result.empty()) throw UsageError("-o RESULT is required (except with --dry-run)");
 
   const StopSignals signals;
   std::function<void(const replay::Progress&)> show;
@@ -62,9 +70,9 @@ void run(ReplayArgs& a) {
         std::fflush(stderr);
         return;
       }
-      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {} errors   ", pr.elapsed_ns / 1e9, pr.completed,
+      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {}   ", pr.elapsed_ns / 1e9, pr.completed,
                  pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
-                 pr.errors);
+                 replay::count_of(pr.errors, "error"));
       std::fflush(stderr);
     };
   const replay::Outcome out = replay::run_replay(p, signals.flag(), show);
@@ -72,8 +80,13 @@ void run(ReplayArgs& a) {
   if (!out.device_times && o.times == replay::Times::kAuto)
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
                        "overhead included), not the device's: {}\n", out.user_times_reason);
-  if (o.prefill != replay::Prefill::kNone)
-    fmt::print("prefill    {} bytes written before the replay\n", out.prefilled_bytes);
+  const replay::Prefill prefill = p.options.prefill;
+  if (prefill == replay::Prefill::kNone)
+    fmt::print("prefill    none{}\n", p.plan.by_op[static_cast<int>(Op::kRead)]
+                                          ? " (reads may have read ranges never written)" : "");
+  else
+    fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
+               out.prefilled_bytes);
   fmt::print("{}", out.fidelity.text());
   fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
                                                   : "user (replayer: submission to reap)");
@@ -82,7 +95,20 @@ void run(ReplayArgs& a) {
                static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
+  if (!out.failures.empty()) {
+    const bool stopped = o.stop_on_error && out.interrupted && !signals.stopped();
+    fmt::print(stderr, "iotape: {}{}:\n", stopped ? "stopped at the first IO error, " : "",
+               replay::count_of(out.errors, "IO") + " failed");
+    for (const auto& f : out.failures) fmt::print(stderr, "  {}\n", replay::describe_failure(f, p.targets));
+    if (out.errors > out.failures.size())
+      fmt::print(stderr, "  and {} more (their status is in the result)\n", out.errors - out.failures.size());
+  }
   if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
+  if (damage.damaged) {
+    fmt::print(stderr, "iotape: {}: the replay stops there; the result covers the {} before it\n", damage.message,
+               replay::count_of(out.ios, "IO"));
+    throw ExitCode{kExitDamaged};
+  }
 }
 
 }  // namespace
@@ -95,7 +121,8 @@ void add_replay_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("--target", a->o.targets, "Block device or regular file to replay onto; repeat for several")
       ->required();
-  sub->add_option("-o,--output", a->o.result, "Result trace: per IO the replayed issue/completion time and status");
+  sub->add_option("-o,--output", a->o.result, "Result trace (required unless --dry-run): per IO the replayed "
+                                              "issue/completion time and status");
   sub->add_option("--timing", a->timing, "original: recorded times on an absolute schedule; afap: as fast as the "
                                          "queue-depth rule allows")
       ->check(CLI::IsMember({"original", "afap"}))
@@ -111,8 +138,12 @@ void add_replay_command(CLI::App& app) {
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();
-  sub->add_option("--device-map", a->device_map, "SRC=DST,...: trace device (MAJ:MIN or index) to target (path or "
-                                                 "index); unmapped devices are skipped");
+  sub->add_option("--device-map", a->device_map, "SRC=DST,...: trace device (index, MAJ:MIN or name, as `iotape "
+                                                 "info` lists them) onto target (--target path or index, from 0); "
+                                                 "unmapped devices are skipped, several may share a target. Without "
+                                                 "it, trace device i goes onto target i (one target: the trace's "
+                                                 "one device), and a trace with more devices than targets is "
+                                                 "refused; --dry-run prints the map");
   sub->add_option("--fit", a->fit, "Offsets beyond a target: fail before starting, wrap modulo its size, or scale "
                                    "proportionally")
       ->check(CLI::IsMember({"fail", "wrap", "scale"}))
@@ -127,18 +158,23 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prefill", a->prefill, "Before the timed replay, write what it will read (reads) or every "
                                            "byte of the targets (full) with the --data pattern, so that reads "
-                                           "find data; needs --allow-write")
-      ->check(CLI::IsMember({"none", "reads", "full"}))
+                                           "find data; needs --allow-write. auto: reads with --allow-write "
+                                           "onto block devices, else none (with a warning that reads may find "
+                                           "ranges never written). The result's replay.prefill key says which")
+      ->check(CLI::IsMember({"auto", "none", "reads", "full"}))
       ->capture_default_str();
   sub->add_flag("--allow-write", a->o.allow_write, "Let writes, discards and write-zeroes change the target");
   sub->add_flag("--force", a->o.force, "Replay onto a device that is mounted, swap, holds / or is held");
-  sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration); touch nothing");
+  sub->add_flag("--dry-run", a->o.dry_run, "Print the plan (IOs, bytes, span, estimated duration, each trace device's "
+                                            "target, the prefill); touch nothing");
   sub->add_flag("--stop-on-error", a->o.stop_on_error, "Stop at the first IO error (default: record it, go on)");
   sub->add_option("--window", a->window,
                   "START..END: only the IOs in this part of the trace (e.g. 10s..70s, 1h.., ..90s)");
-  sub->footer("Exit status: 0 done, 3 stopped by --stop-on-error, 77 a target refused (mounted, swap, held; "
-              "nothing replayed), 130 interrupted; the result trace is valid in every case where the replay "
-              "started. Other errors (nothing replayed): iotape --help.");
+  sub->footer("Exit status: 0 done, 2 the source trace is damaged (the result covers the IOs before the damage; "
+              "nothing replayed when there are none), 3 stopped by --stop-on-error, 64 a bad option or target "
+              "(a --target that does not exist, devices without --device-map, a --window or --device-map that leaves no IO), 77 a target "
+              "refused (mounted, swap, held; nothing replayed), 130 interrupted; the result trace is valid in "
+              "every case where the replay started. Other errors (nothing replayed): iotape --help.");
   sub->callback([a] { run(*a); });
 }
 

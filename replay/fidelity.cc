@@ -116,13 +116,21 @@ std::string us(uint64_t ns) { return fmt::format("{:.1f}us", static_cast<double>
 
 }  // namespace
 
+std::string count_of(uint64_t n, const std::string& noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string FidelitySummary::text() const {
-  std::string s = fmt::format("replayed   {} IOs, {} errors\n", ios, errors);
+  std::string s = fmt::format("replayed   {}, {}\n", count_of(ios, "IO"), count_of(errors, "error"));
   if (timed) {
     s += fmt::format("issue err  p50 {}  p99 {}  max {}\n", us(issue_error_p50_ns), us(issue_error_p99_ns),
                      us(issue_error_max_ns));
-    s += fmt::format("held back  {} IOs ({:.1f}%) waited for the IOs before them (a slower target)  p99 {}  max {}\n",
-                     held_ios, ios ? 100.0 * static_cast<double>(held_ios) / static_cast<double>(ios) : 0.0,
+    // What was measured: IOs that were due but waited for earlier ones. A
+    // slower target makes them, but so do a busy host and --qd N: the busy
+    // line below says how fast the target was.
+    s += fmt::format("held back  {} ({:.1f}%): due, but waited for earlier IOs to complete or go first  p99 {}  "
+                     "max {}\n",
+                     count_of(held_ios, "IO"), ios ? 100.0 * static_cast<double>(held_ios) / static_cast<double>(ios) : 0.0,
                      us(held_p99_ns), us(held_max_ns));
     s += fmt::format("late       p50 {}  p99 {}  max {} (the replayer's own delay once an IO could go)\n",
                      us(late_p50_ns), us(late_p99_ns), us(late_max_ns));
@@ -133,10 +141,14 @@ std::string FidelitySummary::text() const {
   } else {
     s += fmt::format("span       replayed {:.6f} s\n", replayed_span_ns / 1e9);
   }
-  if (recorded_busy_ns > 0 && replayed_busy_ns > 0)
-    s += fmt::format("busy       recorded {:.6f} s  replayed {:.6f} s  (target/recording {:.3f})\n",
-                     recorded_busy_ns / 1e9, replayed_busy_ns / 1e9,
-                     static_cast<double>(replayed_busy_ns) / static_cast<double>(recorded_busy_ns));
+  if (recorded_busy_ns > 0 && replayed_busy_ns > 0) {
+    const double ratio = static_cast<double>(replayed_busy_ns) / static_cast<double>(recorded_busy_ns);
+    const std::string versus = ratio > 1.005   ? fmt::format("busy {:.2f}x longer than the recording", ratio)
+                               : ratio < 0.995 ? fmt::format("busy {:.2f}x shorter than the recording", 1 / ratio)
+                                               : std::string("busy as long as the recording");
+    s += fmt::format("busy       recorded {:.6f} s  replayed {:.6f} s  (target/recording {:.3f}: {})\n",
+                     recorded_busy_ns / 1e9, replayed_busy_ns / 1e9, ratio, versus);
+  }
   s += fmt::format("QD rec     mean {:.2f}  {}\n", recorded_qd_mean, percents(recorded_qd, ios));
   s += fmt::format("QD replay  mean {:.2f}  {}\n", replayed_qd_mean, percents(replayed_qd, ios));
   s += fmt::format("reorders   recorded {}  replayed {}\n", recorded_reorders, replayed_reorders);

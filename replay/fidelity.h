@@ -36,6 +36,9 @@
 
 namespace iotape::replay {
 
+// "1 error", "7 errors": `n` and the noun, singular or plural.
+std::string count_of(uint64_t n, const std::string& noun);
+
 struct FidelitySummary {
   bool timed = false;  // original timing: issue-time errors are meaningful
   uint64_t ios = 0, errors = 0;

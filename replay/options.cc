@@ -60,11 +60,13 @@ std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std:
     uint32_t v;
     if (colon != std::string::npos) {
       if (!parse_uint(src.substr(0, colon), e.source_major) || !parse_uint(src.substr(colon + 1), e.source_minor))
-        throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+        throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN, an index or a name");
     } else if (parse_uint(src, v)) {
       e.source_index = v;
+    } else if (!src.empty()) {
+      e.source_name = src;  // checked against the trace's device table by make_plan
     } else {
-      throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN or an index");
+      throw UsageError("bad --device-map entry '" + item + "': no trace device (an index, MAJ:MIN or name) before '='");
     }
     bool found = false;
     for (size_t t = 0; t < targets.size() && !found; ++t)
@@ -85,6 +87,16 @@ std::string describe_data(const DataPattern& d) {
   return "random";
 }
 
+const char* prefill_name(Prefill p) {
+  switch (p) {
+    case Prefill::kNone: return "none";
+    case Prefill::kReads: return "reads";
+    case Prefill::kFull: return "full";
+    case Prefill::kAuto: return "auto";
+  }
+  return "auto";
+}
+
 std::string describe(const ReplayOptions& o) {
   std::string s = fmt::format("timing={} speed={} qd={} max_idle={} events={} fit={} data=",
                               o.timing == Timing::kOriginal ? "original" : "afap", o.speed,
@@ -97,7 +109,7 @@ std::string describe(const ReplayOptions& o) {
   if (o.window.start_ns || o.window.end_ns)
     s += fmt::format(" window={}ns..{}", o.window.start_ns,
                      o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());
-  if (o.prefill != Prefill::kNone) s += o.prefill == Prefill::kReads ? " prefill=reads" : " prefill=full";
+  s += fmt::format(" prefill={}", prefill_name(o.prefill));
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";
   return s;

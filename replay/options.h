@@ -36,6 +36,9 @@ enum class Prefill {
   kNone,
   kReads,  // the ranges the replay reads
   kFull,   // every byte of every target
+  // kReads when writes are allowed and every target is a block device, else
+  // kNone; prepare_replay() settles it before anything reads the options.
+  kAuto,
 };
 
 struct DataPattern {
@@ -43,9 +46,12 @@ struct DataPattern {
   int compress_percent = 0;  // kCompressible: share of every 4 KiB block that is zeroes
 };
 
-// One --device-map entry: trace device (index, or MAJ:MIN) to target index.
+// One --device-map entry: a trace device to a target index. The device is
+// named by its index when source_index is set, else by its name in the
+// trace's device table when source_name is set, else by MAJ:MIN.
 struct DeviceMapEntry {
   std::optional<uint32_t> source_index;
+  std::string source_name;
   uint32_t source_major = 0;
   uint32_t source_minor = 0;
   uint32_t target = 0;  // index into ReplayOptions::targets
@@ -84,6 +90,7 @@ struct ReplayOptions {
 DataPattern parse_data(const std::string& text);          // "random", "zero", "compress:PCT"
 std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std::vector<std::string>& targets);
 std::string describe_data(const DataPattern& d);           // parse_data's inverse
+const char* prefill_name(Prefill p);                       // "none", "reads", "full" ("auto" unsettled)
 std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run
 
 }  // namespace iotape::replay

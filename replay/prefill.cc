@@ -67,6 +67,9 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   } else {
     for (const Target& t : targets) prog.total_bytes += t.size / t.logical_block * t.logical_block;
   }
+  // Nothing to write (a trace without reads): no ring, which would hold the
+  // targets open a moment past the replay.
+  if (prog.total_bytes == 0) return 0;
   int64_t next_progress = monotonic_ns() + 1'000'000'000;
   ClosedLoop writes(targets, kWriteBytes, kInFlight, data, [&](const Finished& f) {
     if (f.completion.status < 0)

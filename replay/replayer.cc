@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -60,6 +61,18 @@ std::string bytes_text(uint64_t b) {
 
 }  // namespace
 
+namespace {
+
+// --prefill auto settled: a replay that may write onto block devices fills
+// what it reads first, as reviews play their traces on a drive holding data.
+Prefill settle_prefill(const ReplayOptions& o, const std::vector<Target>& targets) {
+  if (o.prefill != Prefill::kAuto) return o.prefill;
+  const bool all_block = std::all_of(targets.begin(), targets.end(), [](const Target& t) { return t.block; });
+  return o.allow_write && all_block ? Prefill::kReads : Prefill::kNone;
+}
+
+}  // namespace
+
 Prepared prepare_replay(const ReplayOptions& o) {
   if (o.targets.empty()) throw UsageError("no --target given");
   if (o.speed <= 0) throw UsageError("--speed must be positive");
@@ -67,6 +80,8 @@ Prepared prepare_replay(const ReplayOptions& o) {
   p.options = o;
   // Read-only until the plan says the replay writes and that is allowed.
   for (const auto& t : o.targets) p.targets.push_back(open_target(t, false, true));
+  p.options.prefill = settle_prefill(o, p.targets);
+  const Prefill prefill = p.options.prefill;
   {
     TraceReader reader(o.traces);
     p.plan = make_plan(reader, p.targets, o);
@@ -78,10 +93,20 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                        "device latency at low queue depth is not comparable (README: Low queue "
                                        "depth on a VM)",
                                        recorded_idle->second, p.cpu_idle.empty() ? "no cpuidle" : p.cpu_idle));
-    if (reader.status().damaged)
-      p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
-                           reader.status().message);
+    p.source_status = reader.status();
   }
+  if (p.plan.ios == 0 && !p.source_status.damaged) {
+    if (p.plan.source_ios == 0) throw InputError(fmt::format("{}: the trace holds no IOs: nothing to replay",
+                                                             fmt::join(o.traces, " ")));
+    throw UsageError(fmt::format("nothing to replay: of the trace's {} IOs, {} are inside the window and none of "
+                                 "them goes to a target ({} of unmapped devices, {} flushes the kernel made for "
+                                 "fsyncs)",
+                                 p.plan.source_ios, p.plan.skipped + p.plan.kernel_flushes, p.plan.skipped,
+                                 p.plan.kernel_flushes));
+  }
+  if (p.source_status.damaged)
+    p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
+                         p.source_status.message);
   if (!p.plan.unfit.empty())
     throw UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
                                  fmt::join(p.plan.unfit, "; ")));
@@ -93,20 +118,30 @@ Prepared prepare_replay(const ReplayOptions& o) {
                                    fmt::join(problems, "; ")));
     for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
   }
-  if (o.prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
+  if (prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
     throw UsageError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
-  const bool writes = p.plan.writes() || o.prefill != Prefill::kNone;
+  const bool writes = p.plan.writes() || prefill != Prefill::kNone;
   if (p.plan.writes() && !o.allow_write && !o.dry_run)
     throw UsageError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
                                  "to let it change the contents of {}",
                                  p.plan.by_op[static_cast<int>(Op::kWrite)],
                                  p.plan.by_op[static_cast<int>(Op::kDiscard)],
                                  p.plan.by_op[static_cast<int>(Op::kWriteZeroes)], fmt::join(o.targets, ", ")));
+  if (prefill == Prefill::kNone && p.plan.by_op[static_cast<int>(Op::kRead)])
+    p.warnings.push_back(fmt::format(
+        "nothing is prefilled: the {} reads may read ranges never written, which a drive answers without reading "
+        "its media (measuring nothing); {}",
+        p.plan.by_op[static_cast<int>(Op::kRead)],
+        o.allow_write ? "--prefill reads writes them first" : "--allow-write with --prefill reads writes them first"));
   if (o.qd == 0 && p.plan.with_completion < p.plan.ios)
     p.warnings.push_back(fmt::format("{} of {} IOs have no recorded completion; --qd recorded treats them as "
                                      "completing when issued (use --qd N for such traces)",
                                      p.plan.ios - p.plan.with_completion, p.plan.ios));
   if (p.plan.skipped) p.warnings.push_back(fmt::format("{} IOs of unmapped trace devices are skipped", p.plan.skipped));
+  for (size_t t = 0; t < p.targets.size(); ++t)
+    if (std::none_of(p.plan.routes.begin(), p.plan.routes.end(),
+                     [&](const DeviceRoute& r) { return r.target == static_cast<int>(t); }))
+      p.warnings.push_back(fmt::format("{} receives no IOs: no trace device with IOs goes onto it", p.targets[t].path));
   if (writes && !o.dry_run) {
     std::vector<Target> rw;
     for (const auto& t : o.targets) rw.push_back(open_target(t, true, o.force));
@@ -115,6 +150,14 @@ Prepared prepare_replay(const ReplayOptions& o) {
   for (const auto& t : p.targets)
     if (!t.direct) p.warnings.push_back(t.path + ": the filesystem refuses O_DIRECT; replaying buffered");
   return p;
+}
+
+std::string describe_failure(const IoFailure& f, const std::vector<Target>& targets) {
+  const int err = -f.status;
+  const char* name = ::strerrorname_np(err);
+  return fmt::format("IO #{} ({} of {} bytes at byte {} of {}): {}{}", f.source_index, op_name(f.op), f.length,
+                     f.offset, f.target < targets.size() ? targets[f.target].path : fmt::format("target {}", f.target),
+                     name ? fmt::format("{}, ", name) : fmt::format("error {}, ", err), std::strerror(err));
 }
 
 std::string describe_plan(const Prepared& p) {
@@ -138,6 +181,10 @@ std::string describe_plan(const Prepared& p) {
   for (const auto& t : p.targets)
     s += fmt::format("target     {} ({}) {} bytes, {} B blocks, model '{}' serial '{}'\n", t.path,
                      t.block ? "block device" : "file", t.size, t.logical_block, t.model, t.serial);
+  for (const auto& r : pl.routes)
+    s += fmt::format("map        trace device {} ({} IOs) -> {}\n", r.label, r.ios,
+                     r.target >= 0 ? p.targets[static_cast<size_t>(r.target)].path : std::string("not replayed"));
+  s += fmt::format("prefill    {}\n", prefill_name(p.options.prefill));
   return s;
 }
 
@@ -206,6 +253,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.source_sha256"] = source_sha256;
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
+  m["replay.prefill"] = prefill_name(p.options.prefill);
   m["replay.version"] = kVersion;
   if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
   if (device) {
@@ -501,6 +549,9 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
         ++prog.completed;
         if (s.status) {
           ++prog.errors;
+          if (out.failures.size() < Outcome::kKeptFailures)
+            out.failures.push_back({.source_index = s.io.source_index, .target = s.io.target, .op = s.io.op,
+                                    .offset = s.io.offset, .length = s.io.length, .status = s.status});
           if (o.stop_on_error) out.interrupted = true;
         }
       }

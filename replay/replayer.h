@@ -22,19 +22,26 @@
 namespace iotape::replay {
 
 struct Prepared {
-  ReplayOptions options;
+  ReplayOptions options;  // --prefill auto settled to what the replay does
   std::vector<Target> targets;
   Plan plan;
   std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...
   std::string cpu_idle;               // how this host's idle CPUs wait (traces/cpu_idle.h), for the result
+  // Damage the plan pass met in the source: the replay covers the IOs before
+  // it. Damage is the caller's to report (the CLI exits 2 after the replay).
+  ReadStatus source_status;
 };
 
 // Throws TraceError, naming the reason, when the replay must not start: a
 // target that is unsafe without --force, writes without --allow-write, IOs
-// that do not fit under --fit fail.
+// that do not fit under --fit fail, trace devices without a target or
+// sharing one unasked (see DeviceMap), nothing to replay. A damaged source
+// with no IO before the damage is not refused here: plan.ios is 0 and
+// source_status says where and why.
 Prepared prepare_replay(const ReplayOptions& o);
 
-// Text of --dry-run: IOs, bytes, span, estimated duration, targets.
+// Text of --dry-run: IOs, bytes, span, estimated duration, targets, which
+// trace device goes onto which target, the prefill.
 std::string describe_plan(const Prepared& p);
 
 struct Progress {
@@ -43,9 +50,24 @@ struct Progress {
   uint64_t prefill_done = 0, prefill_total = 0;  // bytes, while --prefill runs (then nothing else is set)
 };
 
+// A replayed IO that failed, as the result records it.
+struct IoFailure {
+  uint64_t source_index = 0;  // the IO's position in the source trace
+  uint32_t target = 0;
+  Op op = Op::kRead;
+  uint64_t offset = 0, length = 0;  // on the target
+  int32_t status = 0;               // a negative errno
+};
+
+// "IO #12 (read of 16384 bytes at byte 8388608 of /dev/loop3): ERANGE,
+// Numerical result out of range"
+std::string describe_failure(const IoFailure& f, const std::vector<Target>& targets);
+
 struct Outcome {
   uint64_t ios = 0;          // IOs replayed (written to the result)
   uint64_t errors = 0;       // of them with a non-zero status
+  static constexpr size_t kKeptFailures = 10;
+  std::vector<IoFailure> failures;  // the first kKeptFailures of them, in completion order
   int64_t duration_ns = 0;
   bool interrupted = false;  // `stop` was set or --stop-on-error hit an error
   FidelitySummary fidelity;

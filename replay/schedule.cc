@@ -18,21 +18,22 @@ int64_t event_time(const Io& io, EventTime e) {
 DeviceMap::DeviceMap(const v1::TraceHeader& header, size_t targets, const ReplayOptions& o)
     : header_(header), targets_(targets), o_(o) {}
 
+bool DeviceMap::names(const DeviceMapEntry& e, uint32_t device) const {
+  if (e.source_index) return *e.source_index == device;
+  if (device >= static_cast<uint32_t>(header_.devices_size())) return false;
+  const auto& d = header_.devices(static_cast<int>(device));
+  if (!e.source_name.empty()) return d.name() == e.source_name;
+  return d.major() == e.source_major && d.minor() == e.source_minor;
+}
+
 int DeviceMap::target_of(uint32_t device) const {
   if (!o_.device_map.empty()) {
-    for (const auto& e : o_.device_map) {
-      if (e.source_index) {
-        if (*e.source_index == device) return static_cast<int>(e.target);
-      } else if (device < static_cast<uint32_t>(header_.devices_size())) {
-        const auto& d = header_.devices(static_cast<int>(device));
-        if (d.major() == e.source_major && d.minor() == e.source_minor) return static_cast<int>(e.target);
-      }
-    }
-    return -1;
+    for (const auto& e : o_.device_map)
+      if (names(e, device)) return static_cast<int>(e.target);
+    return kSkipped;
   }
-  if (targets_ == 1) return 0;
-  if (device < targets_) return static_cast<int>(device);
-  throw UsageError(fmt::format("trace device #{} has no target: give --device-map", device));
+  if (targets_ == 1) return 0;  // make_plan checks that one device has IOs
+  return device < targets_ ? static_cast<int>(device) : kNoTarget;
 }
 
 Placement::Placement(const DeviceMap& map, const std::vector<Target>& targets, Fit fit,
@@ -49,7 +50,9 @@ bool Placement::place(const Io& io, uint32_t& target, uint64_t& offset) const {
   if (t < 0) return false;
   target = static_cast<uint32_t>(t);
   offset = io.offset;
-  if (fit_ == Fit::kFail || io.length == 0) return true;
+  // A zero-length IO (a flush) is placed like any other: its offset, kept,
+  // may lie past a smaller target.
+  if (fit_ == Fit::kFail) return true;
   const uint64_t span = span_[t], align = align_[t];
   if (io.length > span) return true;  // make_plan refused this already
   if (fit_ == Fit::kWrap) {
@@ -138,6 +141,53 @@ bool Plan::writes() const {
          by_op[static_cast<int>(Op::kWriteZeroes)];
 }
 
+namespace {
+
+std::string device_label(const v1::TraceHeader& h, uint32_t device) {
+  if (device >= static_cast<uint32_t>(h.devices_size())) return fmt::format("#{}", device);
+  const auto& d = h.devices(static_cast<int>(device));
+  return fmt::format("#{} {}:{}{}", device, d.major(), d.minor(), d.name().empty() ? "" : " " + d.name());
+}
+
+// Fills p.routes; refuses what DeviceMap cannot route (see make_plan).
+void route_devices(Plan& p, const std::vector<uint64_t>& device_ios, const DeviceMap& map, const v1::TraceHeader& h,
+                   const std::vector<Target>& targets, const ReplayOptions& o) {
+  std::vector<std::string> devices;
+  bool unrouted = false;
+  for (uint32_t d = 0; d < device_ios.size(); ++d) {
+    if (!device_ios[d]) continue;
+    DeviceRoute r{.device = d, .label = device_label(h, d), .ios = device_ios[d], .target = map.target_of(d)};
+    unrouted |= r.target == DeviceMap::kNoTarget;
+    devices.push_back(fmt::format("{} ({} IOs)", r.label, r.ios));
+    p.routes.push_back(std::move(r));
+  }
+  std::vector<std::string> paths;
+  for (const Target& t : targets) paths.push_back(fmt::format("{} {}", paths.size(), t.path));
+  if (o.device_map.empty() && (unrouted || p.routes.size() > targets.size()))
+    throw UsageError(fmt::format(
+        "the trace has IOs on {} devices ({}) and there {} {} target{} ({}): give --device-map to say which device "
+        "goes onto which target (e.g. --device-map {})",
+        p.routes.size(), fmt::join(devices, ", "), targets.size() == 1 ? "is" : "are", targets.size(),
+        targets.size() == 1 ? "" : "s", fmt::join(paths, ", "),
+        p.routes.size() > 1 ? fmt::format("{}=0,{}=0", p.routes[0].device, p.routes[1].device) : "0=0"));
+  for (const auto& e : o.device_map) {
+    bool found = false;
+    for (uint32_t d = 0; d < std::max<size_t>(device_ios.size(), h.devices_size()) && !found; ++d)
+      found = map.names(e, d);
+    if (found) continue;
+    std::vector<std::string> table;
+    for (int d = 0; d < h.devices_size(); ++d) table.push_back(device_label(h, static_cast<uint32_t>(d)));
+    const std::string src = e.source_index ? std::to_string(*e.source_index)
+                            : !e.source_name.empty() ? e.source_name
+                                                     : fmt::format("{}:{}", e.source_major, e.source_minor);
+    throw UsageError(fmt::format("--device-map names trace device '{}', which the trace does not have (its "
+                                 "devices: {})",
+                                 src, table.empty() ? std::string("none listed") : fmt::format("{}", fmt::join(table, ", "))));
+  }
+}
+
+}  // namespace
+
 Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o) {
   Plan p;
   DeviceMap map(reader.header(), targets.size(), o);
@@ -146,7 +196,10 @@ Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const Re
   bool first = true;
   int64_t first_t = 0, last_t = 0, idle;
   uint64_t index;
+  std::vector<uint64_t> device_ios;  // IOs in the window by trace device, replayed or not
   while (const Io* io = source.next(index)) {
+    if (io->device >= device_ios.size()) device_ios.resize(io->device + 1, 0);
+    ++device_ios[io->device];
     if (map.target_of(io->device) < 0) {
       ++p.skipped;
       continue;
@@ -165,6 +218,8 @@ Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const Re
   }
   p.span_ns = p.ios ? last_t - first_t : 0;
   p.kernel_flushes = source.kernel_flushes();
+  p.source_ios = source.read();
+  route_devices(p, device_ios, map, reader.header(), targets, o);
 
   for (uint32_t d = 0; d < p.device_end.size(); ++d) {
     const int t = map.target_of(d);

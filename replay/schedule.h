@@ -38,12 +38,20 @@ struct ReplayIo {
 bool modifies(Op op);
 
 // Trace device -> target: --device-map when given (unmapped devices are not
-// replayed), else everything to a single target, else device i to target i.
+// replayed), else device i to target i, and a single target takes the one
+// trace device that has IOs, whatever its index. Which devices have IOs is
+// known only once the whole trace is read: make_plan refuses a trace whose
+// devices this leaves without a target, or that has more devices than there
+// are targets, so that no two devices share a target unasked.
 // Reads the header's device table as it grows while the trace is read.
 class DeviceMap {
  public:
+  static constexpr int kSkipped = -1;   // --device-map leaves the device out
+  static constexpr int kNoTarget = -2;  // no target without a --device-map entry
   DeviceMap(const v1::TraceHeader& header, size_t targets, const ReplayOptions& o);
-  int target_of(uint32_t device) const;  // -1: not replayed
+  int target_of(uint32_t device) const;  // a target index, kSkipped or kNoTarget
+  // Whether `e` names trace device `device` (by index, name or MAJ:MIN).
+  bool names(const DeviceMapEntry& e, uint32_t device) const;
 
  private:
   const v1::TraceHeader& header_;
@@ -99,6 +107,7 @@ class WindowedSource {
   WindowedSource(TraceReader& reader, const ReplayOptions& o);
   const Io* next(uint64_t& index);  // nullptr at the end
   uint64_t kernel_flushes() const { return kernel_flushes_; }  // left out so far
+  uint64_t read() const { return index_; }  // source IOs read so far, inside the window or not
 
  private:
   TraceReader& reader_;
@@ -126,7 +135,16 @@ class Schedule {
   Timeline timeline_;
 };
 
+// Where the IOs of one trace device go, for --dry-run and refusals.
+struct DeviceRoute {
+  uint32_t device = 0;  // index in the trace's device table
+  std::string label;    // "#1 8:16 sdb" as the table describes it
+  uint64_t ios = 0;     // its IOs inside the window
+  int target = DeviceMap::kSkipped;  // a target index, or DeviceMap::kSkipped
+};
+
 struct Plan {
+  uint64_t source_ios = 0;        // IOs read from the source, inside the window or not
   uint64_t ios = 0;               // IOs to replay
   uint64_t skipped = 0;           // IOs of unmapped devices
   uint64_t kernel_flushes = 0;    // flushes the replayed fsyncs make again (see WindowedSource)
@@ -138,12 +156,16 @@ struct Plan {
   uint64_t with_completion = 0;   // IOs with a recorded completion
   std::vector<uint64_t> device_end;  // largest end offset per trace device
   std::vector<std::string> unfit;    // --fit fail: why IOs do not fit (one line per target)
+  std::vector<DeviceRoute> routes;   // every trace device with IOs in the window, in index order
 
   bool writes() const;
 };
 
 // Streams the whole source (within the window) once; `reader` is left at the
-// end. Fills `unfit` when an IO cannot be placed on its target.
+// end. Fills `unfit` when an IO cannot be placed on its target. Throws
+// UsageError, naming the trace's devices and the targets, when trace devices
+// have no target or would share one without a --device-map, or when a
+// --device-map entry names no device of the trace.
 Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o);
 
 }  // namespace iotape::replay

@@ -34,7 +34,9 @@ struct Target {
 // Opens `path` read-only or read-write, O_DIRECT (a regular file whose
 // filesystem refuses O_DIRECT is opened buffered, and `direct` says so).
 // Block devices opened for writing are also opened O_EXCL unless `force`, so
-// the kernel itself refuses one that something holds. Throws TraceError.
+// the kernel itself refuses one that something holds. Throws UsageError for a
+// path that does not exist (or is neither a block device nor a regular file),
+// DeviceRefused for a busy device, IoError for other failures.
 Target open_target(const std::string& path, bool writable, bool force);
 
 // Why replaying onto this block device would be harmful, empty when it is

@@ -60,3 +60,26 @@ TEST_CASE("exit statuses follow the kind of error", "[cli]") {
     CHECK(r.output.find("No such file or directory") != std::string::npos);
   }
 }
+
+// `replay`: a target that is not there is a bad argument, and -o is required
+// exactly where --help says it is.
+TEST_CASE("replay: a missing target is a usage error; --help and the check agree on -o", "[cli]") {
+  TempDir dir;
+  const std::string t = synth(dir), missing = dir.file("no/such/device");
+  const auto r = run(iotape_binary() + " replay " + t + " --target " + missing + " -o " + dir.file("r.iot"));
+  INFO(r.output);
+  CHECK(r.exit_code == 64);
+  CHECK(r.output.find(missing + ": no such target") != std::string::npos);
+
+  const auto help = run(iotape_binary() + " replay --help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("required unless --dry-run") != std::string::npos);
+  const std::string file = dir.file("target");
+  { std::ofstream(file).close(); }
+  std::filesystem::resize_file(file, 64 << 20);
+  const auto no_output = run(iotape_binary() + " replay " + t + " --target " + file);
+  INFO(no_output.output);
+  CHECK(no_output.exit_code == 64);
+  CHECK(no_output.output.find("-o RESULT is required") != std::string::npos);
+  CHECK(run(iotape_binary() + " replay " + t + " --target " + file + " --dry-run --fit wrap").exit_code == 0);
+}

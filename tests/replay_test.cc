@@ -343,7 +343,8 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   {
     BlkTrace tracer(loop);
     // The replayer's own times: what a replay without BPF gives.
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd 8 --timing afap --times user"));
+    const auto r = test::run(replay_cmd(trace, loop.path(), result,
+                                        "--allow-write --prefill none --qd 8 --timing afap --times user"));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     seen = tracer.issued();
@@ -788,7 +789,7 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   std::vector<std::pair<int64_t, int64_t>> requests;
   {
     BlkTrace tracer(loop);
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --qd recorded"));
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill none --qd recorded"));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("times      device") != std::string::npos);
@@ -1091,4 +1092,304 @@ TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench ph
   }
   CHECK(replayed == expected);
   CHECK(benched == expected);
+}
+
+// A replay that may write onto a block device fills what it reads first, so
+// that no read finds a range never written; one that does not prefill says
+// so. The kernel's write counter and the reads' union, computed here, are the
+// truth.
+TEST_CASE("replay: by default a replay with --allow-write onto a block device prefills its reads", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(32 * kMiB);
+  std::mt19937_64 rng(11);
+  std::vector<Io> ios;
+  std::vector<std::pair<int64_t, int64_t>> reads;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t off = (rng() % (31 * kMiB)) / 4096 * 4096, len = 4096 * (1 + rng() % 16);
+    ios.push_back(make_io(i * 20'000, Op::kRead, off, len));
+    reads.emplace_back(off, off + len);
+  }
+  const std::string trace = dir.file("reads.iotape");
+  write_trace(trace, ios, 32 * kMiB);
+  const std::string footprint = std::to_string(union_ns(reads));
+  test::run("udevadm settle");
+  // Sectors the kernel wrote to the device during `command`, with its output.
+  auto written = [&](const std::string& result, const std::string& extra) {
+    const auto before = test::block_stat(loop.name());
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--timing afap --times user " + extra));
+    test::run("udevadm settle");
+    const auto after = test::block_stat(loop.name());
+    return std::pair{r, (after.write_sectors - before.write_sectors) * 512};
+  };
+
+  SECTION("--allow-write: the read footprint is written first, and the result says so") {
+    const std::string result = dir.file("auto.iotape");
+    const auto [r, bytes] = written(result, "--allow-write");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::to_string(bytes) == footprint);  // every byte read, written once, nothing else
+    CHECK(r.output.find("never written") == std::string::npos);
+    CHECK(r.output.find("prefill    reads: " + footprint + " bytes written before the replay") != std::string::npos);
+    TraceReader rr(result);
+    CHECK(rr.header().metadata().at("replay.prefill") == "reads");
+    CHECK(rr.header().metadata().at("replay.prefilled_bytes") == footprint);
+    CHECK(read_all(result).size() == ios.size());
+  }
+  SECTION("--prefill none: nothing written, a warning, and the result says so") {
+    const std::string result = dir.file("none.iotape");
+    const auto [r, bytes] = written(result, "--allow-write --prefill none");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(bytes == 0);
+    CHECK(r.output.find("iotape: warning: nothing is prefilled: the 300 reads may read ranges never written") !=
+          std::string::npos);
+    TraceReader rr(result);
+    CHECK(rr.header().metadata().at("replay.prefill") == "none");
+    CHECK(rr.header().metadata().count("replay.prefilled_bytes") == 0);
+  }
+  SECTION("without --allow-write: nothing written, a warning naming --allow-write") {
+    const std::string result = dir.file("ro.iotape");
+    const auto [r, bytes] = written(result, "");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(bytes == 0);
+    CHECK(r.output.find("nothing is prefilled") != std::string::npos);
+    CHECK(r.output.find("--allow-write with --prefill reads") != std::string::npos);
+    CHECK(TraceReader(result).header().metadata().at("replay.prefill") == "none");
+  }
+}
+
+// Two trace devices onto one target is a choice the user makes with
+// --device-map, never a default; --dry-run shows where each device goes.
+TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run prints the map", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice a(16 * kMiB), b(16 * kMiB);
+  v1::TraceHeader h;
+  for (const auto& [minor, name] : {std::pair{0u, "sda"}, std::pair{16u, "sdb"}}) {
+    auto* d = h.add_devices();
+    d->set_major(8);
+    d->set_minor(minor);
+    d->set_name(name);
+    d->set_size_bytes(16 * kMiB);
+  }
+  const std::string trace = dir.file("two.iotape"), result = dir.file("r.iotape");
+  {
+    TraceWriter w(trace, h);
+    for (int i = 0; i < 150; ++i) {
+      Io io = make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
+      io.device = i < 100 ? 0 : 1;  // 100 IOs on sda, 50 on sdb
+      w.append(io);
+    }
+    w.close();
+  }
+  test::run("udevadm settle");
+  auto reads_on_a = [&](const std::string& extra) {
+    const auto before = test::block_stat(a.name());
+    const auto r = test::run(replay_cmd(trace, a.path(), result, "--qd 1 --times user " + extra));
+    return std::pair{r, test::block_stat(a.name()).read_ios - before.read_ios};
+  };
+
+  SECTION("one target, no map: refused, naming the devices and the target, untouched") {
+    const auto [r, reads] = reads_on_a("");
+    INFO(r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("#0 8:0 sda (100 IOs), #1 8:16 sdb (50 IOs)") != std::string::npos);
+    CHECK(r.output.find("0 " + a.path()) != std::string::npos);
+    CHECK(r.output.find("--device-map") != std::string::npos);
+    CHECK(reads == 0);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+  SECTION("--device-map by index, MAJ:MIN or name") {
+    const auto [dry, none] = reads_on_a("--device-map 0=0,8:16=" + a.path() + " --dry-run");
+    INFO(dry.output);
+    CHECK(dry.exit_code == 0);
+    CHECK(dry.output.find("map        trace device #0 8:0 sda (100 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(dry.output.find("map        trace device #1 8:16 sdb (50 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(none == 0);
+    const auto [both, reads] = reads_on_a("--device-map 0=0,8:16=0");
+    INFO(both.output);
+    CHECK(both.exit_code == 0);
+    CHECK(reads == 150);
+    const auto [one, sdb] = reads_on_a("--device-map sdb=0");
+    INFO(one.output);
+    CHECK(one.exit_code == 0);
+    CHECK(sdb == 50);
+    const auto skipped = test::run(replay_cmd(trace, a.path(), result, "--device-map sdb=0 --dry-run"));
+    CHECK(skipped.output.find("map        trace device #0 8:0 sda (100 IOs) -> not replayed\n") != std::string::npos);
+  }
+  SECTION("a --device-map entry that names no device of the trace is refused") {
+    const auto [r, reads] = reads_on_a("--device-map sdz=0");
+    INFO(r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("'sdz'") != std::string::npos);
+    CHECK(r.output.find("#0 8:0 sda, #1 8:16 sdb") != std::string::npos);
+    CHECK(reads == 0);
+  }
+  SECTION("as many targets as devices: device i onto target i, shown by --dry-run") {
+    const auto r = test::run(test::iotape_binary() + " replay " + trace + " --target " + a.path() + " --target " +
+                             b.path() + " --dry-run");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("trace device #0 8:0 sda (100 IOs) -> " + a.path() + "\n") != std::string::npos);
+    CHECK(r.output.find("trace device #1 8:16 sdb (50 IOs) -> " + b.path() + "\n") != std::string::npos);
+  }
+}
+
+// A damaged source is replayed up to the damage, and the exit status says
+// it was damaged; a replay of nothing is never a success.
+TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to replay is an error", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  std::vector<Io> ios;
+  for (int i = 0; i < 1000; ++i) ios.push_back(make_io(i * 5'000, Op::kRead, (i % 1000) * 8192ull, 4096));
+  auto write_chunks = [&](const std::string& path, uint32_t chunk_ios) {
+    v1::TraceHeader h;
+    h.set_source(v1::SOURCE_SYNTH);
+    h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
+    h.add_devices()->set_size_bytes(16 * kMiB);
+    WriterOptions wo;
+    wo.chunk_ios = chunk_ios;
+    TraceWriter w(path, h, wo);
+    for (const auto& io : ios) w.append(io);
+    w.close();
+  };
+  const std::string result = dir.file("r.iotape");
+
+  SECTION("IOs before the damage: replayed, the result written, exit 2") {
+    const std::string cut = dir.file("cut.iotape");
+    write_chunks(cut, 100);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+    size_t readable = 0;
+    {
+      TraceReader r(cut);
+      Io io;
+      while (r.next(io)) ++readable;
+      REQUIRE(r.status().damaged);
+    }
+    REQUIRE(readable % 100 == 0);
+    REQUIRE(readable > 0);
+    REQUIRE(readable < ios.size());
+    const auto r = test::run(replay_cmd(cut, loop.path(), result, "--timing afap --times user"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("iotape: " + cut + ": byte ") != std::string::npos);
+    CHECK(r.output.find("the result covers the " + std::to_string(readable) + " IOs before it") != std::string::npos);
+    CHECK(read_all(result).size() == readable);
+  }
+  SECTION("no IO before the damage: exit 2, nothing replayed") {
+    const std::string cut = dir.file("empty-cut.iotape");
+    write_chunks(cut, 65536);  // one chunk, cut in the middle
+    std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+    {
+      TraceReader r(cut);
+      Io io;
+      REQUIRE_FALSE(r.next(io));
+      REQUIRE(r.status().damaged);
+    }
+    const auto r = test::run(replay_cmd(cut, loop.path(), result, "--timing afap"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("iotape: " + cut + ": byte ") != std::string::npos);
+    CHECK(r.output.find("nothing replayed") != std::string::npos);
+    CHECK(r.output.find("replayed   0 IOs") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+  SECTION("a trace without IOs, or a window without any: an error") {
+    const std::string empty = dir.file("empty.iotape"), full = dir.file("full.iotape");
+    write_trace(empty, {}, 16 * kMiB);
+    write_trace(full, ios, 16 * kMiB);
+    const auto none = test::run(replay_cmd(empty, loop.path(), result, ""));
+    INFO(none.output);
+    CHECK(none.exit_code == 65);
+    CHECK(none.output.find(empty + ": the trace holds no IOs") != std::string::npos);
+    const auto late = test::run(replay_cmd(full, loop.path(), result, "--window 1h.."));
+    INFO(late.output);
+    CHECK(late.exit_code == 64);
+    CHECK(late.output.find("nothing to replay") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
+}
+
+// Every failed IO a replay reports is named: its index in the source, op,
+// offset, length, target and error; and counts agree in number.
+TEST_CASE("replay: failed IOs are named with index, op, offset and errno; 1 error is 1 error", "[root]") {
+  if (!test::require_root("mount tmpfs")) return;
+  constexpr uint64_t kBlock = 128 * 1024;
+  TempDir dir;
+  std::vector<Io> ios;
+  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * kBlock, kBlock));
+  const std::string trace = dir.file("w.iotape");
+  write_trace(trace, ios, 4 * kMiB);
+  // NearlyFullTmpfs: the eighth write ends short (EIO), the four after it find no space.
+  auto named = [&](const std::string& target, int index, int err) {
+    return fmt::format("  IO #{} (write of {} bytes at byte {} of {}): {}, {}\n", index, kBlock, index * kBlock,
+                       target, err == EIO ? "EIO" : "ENOSPC", std::strerror(err));
+  };
+  {
+    NearlyFullTmpfs fs;
+    const auto r = test::run(replay_cmd(trace, fs.target(), dir.file("r.iotape"), "--allow-write --timing afap --qd 1"));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("replayed   12 IOs, 5 errors\n") != std::string::npos);
+    CHECK(r.output.find("iotape: 5 IOs failed:\n") != std::string::npos);
+    CHECK(r.output.find(named(fs.target(), 7, EIO)) != std::string::npos);
+    for (int i = 8; i < 12; ++i) CHECK(r.output.find(named(fs.target(), i, ENOSPC)) != std::string::npos);
+  }
+  {
+    NearlyFullTmpfs fs;
+    const auto r = test::run(
+        replay_cmd(trace, fs.target(), dir.file("s.iotape"), "--allow-write --timing afap --qd 1 --stop-on-error"));
+    INFO(r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(r.output.find("replayed   8 IOs, 1 error\n") != std::string::npos);
+    CHECK(r.output.find("iotape: stopped at the first IO error, 1 IO failed:\n" + named(fs.target(), 7, EIO)) !=
+          std::string::npos);
+  }
+}
+
+// The summary prints what it measured: a held-back IO is one that waited,
+// whatever the reason, and the busy-time ratio reads the right way round.
+TEST_CASE("replay fidelity: the summary's words follow the busy-time ratio in both directions") {
+  replay::FidelitySummary s;
+  s.timed = true;
+  s.ios = 1000;
+  s.held_ios = 1;
+  s.recorded_busy_ns = 2'300'000'000;
+  s.replayed_busy_ns = 1'000'000'000;
+  std::string text = s.text();
+  INFO(text);
+  CHECK(text.find("slower") == std::string::npos);
+  CHECK(text.find("held back  1 IO (0.1%): due, but waited for earlier IOs") != std::string::npos);
+  CHECK(text.find("(target/recording 0.435: busy 2.30x shorter than the recording)") != std::string::npos);
+  s.replayed_busy_ns = 4'600'000'000;
+  text = s.text();
+  CHECK(text.find("(target/recording 2.000: busy 2.00x longer than the recording)") != std::string::npos);
+  s.replayed_busy_ns = 2'300'000'000;
+  CHECK(s.text().find("(target/recording 1.000: busy as long as the recording)") != std::string::npos);
+}
+
+// A flush has no bytes: wherever its recorded offset lies, it fits any
+// target, and is replayed as a flush rather than failed as out of range.
+TEST_CASE("replay: flushes recorded past the end of a smaller target replay under every --fit") {
+  TempDir dir;
+  const std::string trace = dir.file("f.iotape"), target = dir.file("target");
+  // A write near the start, then a flush whose recorded offset is 9 GiB in.
+  Io flush = make_io(200'000, Op::kFlush, 9ull << 30, 0);
+  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), flush}, 16ull << 30);
+  write_file(target, "");
+  REQUIRE(::truncate(target.c_str(), 8 * kMiB) == 0);
+  for (const std::string fit : {"fail", "wrap", "scale"}) {
+    const std::string result = dir.file("r-" + fit + ".iotape");
+    const auto r = test::run(replay_cmd(trace, target, result, "--allow-write --times user --timing afap --fit " + fit));
+    INFO("--fit " << fit << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("replayed   2 IOs, 0 errors\n") != std::string::npos);
+    const auto out = read_all(result);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].op == Op::kFlush);
+    CHECK(out[1].status == 0);
+  }
 }
