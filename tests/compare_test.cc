@@ -113,9 +113,9 @@ TEST_CASE("compare states how each replay result was made, as its header says") 
     CHECK(page.find(std::string("<td>") + u.nodename + "</td>") != std::string::npos);
     CHECK(page.find(std::string("<td>") + u.release + "</td>") != std::string::npos);
   }
-  // Timing, clock, prefill (this replay records none: "not recorded"), speed; per row, in page order.
-  CHECK(page.find("<td>afap</td><td>user</td><td>not recorded</td><td>1</td>") != std::string::npos);
-  CHECK(page.find("<td>original</td><td>user</td><td>not recorded</td><td>2</td>") != std::string::npos);
+  // Timing, clock, prefill (a file target is not prefilled by default), speed; per row, in page order.
+  CHECK(page.find("<td>afap</td><td>user</td><td>none</td><td>1</td>") != std::string::npos);
+  CHECK(page.find("<td>original</td><td>user</td><td>none</td><td>2</td>") != std::string::npos);
   // afap against original under one workload: said on stderr and on the page.
   CHECK(c.output.find("warning: workload \"light.iot\": results differ in timing: afap") != std::string::npos);
   CHECK(page.find("results differ in timing: afap (" + dir.file("ta") + "), original (" + dir.file("tb") + ")") !=
