@@ -65,8 +65,9 @@ class Backend {
   virtual uint64_t uncompleted() { return 0; }
 };
 
+// The eBPF observer (iotrace.bpf.c): throws std::runtime_error with the
+// reason when the program cannot load or attach on this kernel.
 std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);
-std::unique_ptr<Backend> make_blktrace_backend(const BackendOptions& options);
 
 // CLOCK_BOOTTIME now, the clock of every recorded timestamp.
 inline int64_t boottime_ns() {

@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/backend.h"
+#include "capture/blktrace_backend.h"
 #include "traces/blk/block_io_assembler.h"
 #include "traces/blk/record_decoder.h"
 #include "traces/blktrace_layout.h"

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/blktrace_backend.h"
 #include "capture/issue_order.h"
 #include "traces/cpu_idle.h"
 #include "traces/error.h"

@@ -3,7 +3,10 @@
 
 Reads every `#include "..."` of the modules' sources and every iotape_*
 library in their CMakeLists.txt link lines, and fails naming each file and
-line that uses a module its own module may not. Usage: check_layers.py [ROOT]
+line that uses a module its own module may not. It also fails on a header
+that declares a function only another module defines: a program that links
+the header's library alone would not link, and no include shows it.
+Usage: check_layers.py [ROOT]
 """
 import pathlib
 import re
@@ -54,11 +57,74 @@ def module_of(path: str):
     return None
 
 
+def strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+NOT_FUNCTIONS = ("return", "using", "typedef", "template", "static_assert", "friend", "class", "struct", "enum",
+                 "namespace", "extern", "if", "for", "while", "switch")
+
+
+def namespace_scope_functions(text: str):
+    """(name, line, is_definition) of each function declared or defined at
+    namespace scope (not in a class or a function body)."""
+    out = []
+    stack = []  # one entry per open brace: True for a namespace's
+    statement, start_line, line = "", 1, 1
+    for ch in strip_comments(text):
+        if ch == "\n":
+            line += 1
+        if ch in ";{}":
+            at_namespace_scope = all(stack)
+            head = " ".join(statement.split())
+            if ch == "}":
+                if stack:
+                    stack.pop()
+            elif ch == "{":
+                stack.append(bool(re.match(r"^(inline\s+)?namespace\b", head)) or head.startswith('extern "C"'))
+            if at_namespace_scope and ch != "}" and "(" in head and not head.startswith("#"):
+                m = re.match(r"^(.*?)\b([A-Za-z_]\w*)\s*\(", head)
+                if m and m.group(2) not in NOT_FUNCTIONS and not m.group(1).strip().endswith(("=", "operator")) \
+                        and m.group(1).strip() and not any(head.startswith(w + " ") for w in NOT_FUNCTIONS) \
+                        and "=" not in head.split("(")[0]:
+                    out.append((m.group(2), start_line, ch == "{"))
+            statement, start_line = "", line
+            continue
+        if ch == "#" and not statement.strip():
+            statement = "#"
+        if statement.startswith("#") and ch == "\n":
+            statement, start_line = "", line
+            continue
+        if not statement.strip():
+            start_line = line
+        statement += ch
+    return out
+
+
+def foreign_declarations(root: pathlib.Path, files):
+    """Headers that declare a function defined in another module only."""
+    declared, defined = [], {}
+    for rel, own in files:
+        for name, line, is_def in namespace_scope_functions((root / rel).read_text(errors="replace")):
+            if is_def:
+                defined.setdefault(name, set()).add(own)
+            elif rel.endswith(".h"):
+                declared.append((rel, line, own, name))
+    problems = []
+    for rel, line, own, name in declared:
+        where = defined.get(name, set())
+        if where and own not in where:
+            problems.append(f"{rel}:{line}: {own} declares {name}(), which only {', '.join(sorted(where))} defines")
+    return problems
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     problems = []
     checked = 0
     include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+    files = []
     for src in sorted(root.rglob("*")):
         rel = src.relative_to(root).as_posix()
         if src.suffix not in (".h", ".cc", ".c") or rel.startswith(("build", "tests/", "bench/", "fuzz/")):
@@ -67,6 +133,7 @@ def main() -> int:
         if own is None:
             continue
         checked += 1
+        files.append((rel, own))
         for n, line in enumerate(src.read_text(errors="replace").splitlines(), 1):
             m = include.match(line)
             if not m:
@@ -88,6 +155,7 @@ def main() -> int:
                 used = LIBRARIES.get(lib)
                 if used and used != own and used not in ALLOWED[own]:
                     problems.append(f"{cml.relative_to(root)}:{line}: {m.group(1)} links {lib}, which is above it")
+    problems += foreign_declarations(root, files)
     for p in problems:
         print(p)
     print(f"check_layers: {checked} files, {len(problems)} layering violations")
