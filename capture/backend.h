@@ -4,6 +4,9 @@
 // destroys it. Construction sets the kernel up and throws std::runtime_error
 // with the reason when it cannot; the destructor restores every kernel
 // setting it changed, whatever happened in between.
+//
+// Threads: a back end is used by one thread (the recorder's, or the replay's
+// device-time joiner); its BPF programs run in the kernel on every CPU.
 #pragma once
 
 #include <time.h>

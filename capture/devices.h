@@ -1,5 +1,6 @@
 // Block devices as the capture back ends see them: whole disks named by
 // major:minor, described from sysfs for the trace header.
+// Plain functions of sysfs and /proc: callable from any thread.
 #pragma once
 
 #include <cstdint>

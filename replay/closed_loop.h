@@ -1,6 +1,7 @@
 // A closed loop on the engine: a fixed number of IOs in flight, the next one
 // issued as soon as one finishes, as fio's iodepth keeps them. Prefill and
 // iotape bench's phases run on it; a timed replay paces its own (replayer.cc).
+// It runs on the calling thread, which owns the engine.
 #pragma once
 
 #include <cstdint>

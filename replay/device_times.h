@@ -26,6 +26,9 @@
 // IOs of their own, op flush with the IO's source index, as a recording has
 // them; one interval from the first to the last would count the time between
 // them as busy.
+//
+// Threads: one DeviceTimes serves one replay; it is used by the thread that
+// writes the result (join() and the counts).
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,8 @@
 //   order: an IO completing after a later-issued one already did, recorded
 //   and replayed;
 // - errors.
+//
+// Threads: one Fidelity per replay, fed by one thread (the result writer).
 #pragma once
 
 #include <array>

@@ -6,6 +6,7 @@
 //
 // The writes go through the replay's io_uring engine with the --data pattern,
 // 1 MiB at most and 16 in flight, and are not part of the result.
+// It runs on the calling thread, on the engine that thread owns.
 #pragma once
 
 #include <atomic>

@@ -6,6 +6,9 @@
 // each IO's due time. Plan is one streaming pass over the whole source that
 // everything needs before the first IO: totals for --dry-run, the largest IO
 // (buffer sizes), whether anything writes, and whether every IO fits.
+//
+// Threads: a Schedule reads its trace on the thread that calls it (the
+// replay's schedule thread); a Plan is made once and then only read.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // Replay targets: opening a block device or regular file for O_DIRECT IO,
 // reading its identity, and refusing targets where a replay would do harm.
+// A Target is opened and checked on one thread; its descriptor may then be
+// used by the thread that owns the engine.
 #pragma once
 
 #include <cstdint>

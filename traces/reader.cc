@@ -348,6 +348,7 @@ TraceReader::TraceReader(const std::string& path, ReaderOptions options)
     : TraceReader(std::vector<std::string>{path}, options) {}
 TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
 const v1::TraceHeader& TraceReader::header() const { return impl_->header(); }
 const std::map<std::string, std::string>& TraceReader::metadata() const { return impl_->metadata(); }
 std::span<const Io> TraceReader::next_batch() { return impl_->next_batch(); }

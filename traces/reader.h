@@ -1,6 +1,10 @@
 // TraceReader: streams the IOs of one or more iotape trace files, chunk by
 // chunk, in constant memory.
 //
+// Threads: a TraceReader is used by one thread at a time (it may be moved to
+// another); what it returns is valid until the next call that reads. Readers
+// of the same files in different threads share nothing.
+//
 // Damage is not an exception: a file cut short or a chunk whose checksum
 // fails ends the stream at the last good chunk, and status() says where and
 // why. Exceptions (TraceError) are for files that are not iotape traces at all
@@ -44,6 +48,7 @@ class TraceReader {
   explicit TraceReader(const std::string& path, ReaderOptions options = {});
   ~TraceReader();
   TraceReader(TraceReader&&) noexcept;
+  TraceReader& operator=(TraceReader&&) noexcept;
 
   // The first file's header; its device table grows as chunks add devices.
   const v1::TraceHeader& header() const;

@@ -10,6 +10,9 @@
 // Chunks are capped by IO count and by trace time, so a damaged byte costs
 // the IOs of one chunk (a reader with skip_damaged reads on past it), never
 // more than chunk_ios IOs or chunk_span_ns of trace.
+//
+// Threads: a TraceWriter is used by one thread at a time; it starts none of
+// its own. A producer with several threads hands its IOs to one writer thread.
 #pragma once
 
 #include <cstdint>
