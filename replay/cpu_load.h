@@ -1,6 +1,7 @@
 // CPU load over a stretch of work, as reviews print it beside the speeds:
 // this process's own CPU time (all threads, user + system) and the share of
 // all CPUs' time the host was busy (/proc/stat).
+// Read from any thread: it only reads clocks and /proc.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 // that completed in the replay are dropped lazily when they reach the top, so
 // the heap holds about the recorded queue depth plus the replay's in-flight
 // IOs: bounded however long the trace.
+// Used by the one thread that issues the IOs.
 #pragma once
 
 #include <cstdint>

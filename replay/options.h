@@ -1,5 +1,6 @@
 // What `iotape replay` was asked to do, as plain values. The CLI fills it;
 // every other part of the replay reads it and never parses text itself.
+// Plain values: copied, never shared mutably between threads.
 #pragma once
 
 #include <cstdint>
