@@ -17,7 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "arrow_c.h"
+#include "arrow_export.h"
+#include "columns.h"
 #include "traces/chunk_codec.h"
 #include "traces/error.h"
 #include "traces/io.h"
@@ -29,252 +30,6 @@ namespace py = pybind11;
 
 namespace iotape::python {
 namespace {
-
-// ---------------------------------------------------------------- columns
-
-enum Col : int {
-  kIndex, kDevice, kDeviceName, kOp, kFlags, kOffset, kLength, kQueue, kIssue, kComplete,
-  kStatus, kPid, kComm, kCpu, kCgroup, kSourceIndex, kColCount
-};
-constexpr std::array<const char*, kColCount> kColNames = {
-    "index", "device", "device_name", "op", "flags", "offset", "length", "queue_ns", "issue_ns",
-    "complete_ns", "status", "pid", "comm", "cpu", "cgroup", "source_index"};
-
-// ---------------------------------------------------------------- exported arrays
-
-// Column buffers are recycled: fresh ones of a chunk's size come from mmap
-// and cost a page fault and a zeroed page per 4 KiB, more than filling them.
-// Freed buffers wait here (up to kPoolBytes) for the next chunk's columns;
-// pyarrow may free on any thread.
-class BufferPool {
- public:
-  static constexpr size_t kPoolBytes = 64u << 20;
-  void* get(size_t bytes) {
-    const size_t size = rounded(bytes);
-    {
-      std::lock_guard lock(mutex_);
-      auto& list = free_[size];
-      if (!list.empty()) {
-        void* p = list.back();
-        list.pop_back();
-        pooled_ -= size;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, size);
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void put(void* p, size_t bytes) {
-    const size_t size = rounded(bytes);
-    std::lock_guard lock(mutex_);
-    if (pooled_ + size > kPoolBytes) {
-      std::free(p);
-      return;
-    }
-    free_[size].push_back(p);
-    pooled_ += size;
-  }
-
- private:
-  static size_t rounded(size_t bytes) { return std::max<size_t>(64, std::bit_ceil(bytes)); }
-  std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t pooled_ = 0;
-};
-
-BufferPool& pool() {
-  static auto* p = new BufferPool;  // never destroyed: batches may outlive module teardown
-  return *p;
-}
-
-// Memory behind one exported array (buffers, children, dictionary); freed by
-// its release callback, which pyarrow calls when the last reference goes.
-struct ArrayOwner {
-  std::vector<std::pair<void*, size_t>> allocations;
-  std::vector<const void*> buffers;
-  std::vector<ArrowArray*> children;
-  ArrowArray* dictionary = nullptr;
-};
-
-void release_array(ArrowArray* a) {
-  auto* owner = static_cast<ArrayOwner*>(a->private_data);
-  for (ArrowArray* c : owner->children) {
-    if (c->release) c->release(c);
-    delete c;
-  }
-  if (owner->dictionary) {
-    if (owner->dictionary->release) owner->dictionary->release(owner->dictionary);
-    delete owner->dictionary;
-  }
-  for (auto [p, bytes] : owner->allocations) pool().put(p, bytes);
-  delete owner;
-  a->release = nullptr;
-}
-
-void* alloc_buffer(ArrayOwner& o, size_t bytes) {
-  void* p = pool().get(bytes);
-  o.allocations.emplace_back(p, bytes);
-  return p;
-}
-
-ArrowArray* new_array(int64_t length, int64_t null_count, ArrayOwner* owner) {
-  auto* a = new ArrowArray{};
-  a->length = length;
-  a->null_count = null_count;
-  a->n_buffers = static_cast<int64_t>(owner->buffers.size());
-  a->buffers = owner->buffers.data();
-  a->n_children = static_cast<int64_t>(owner->children.size());
-  a->children = owner->children.data();
-  a->dictionary = owner->dictionary;
-  a->release = release_array;
-  a->private_data = owner;
-  return a;
-}
-
-// Schemas: one node per column, strings kept in the node.
-struct SchemaOwner {
-  std::string format, name;
-  std::vector<ArrowSchema*> children;
-  ArrowSchema* dictionary = nullptr;
-};
-
-void release_schema(ArrowSchema* s) {
-  auto* owner = static_cast<SchemaOwner*>(s->private_data);
-  for (ArrowSchema* c : owner->children) {
-    if (c->release) c->release(c);
-    delete c;
-  }
-  if (owner->dictionary) {
-    if (owner->dictionary->release) owner->dictionary->release(owner->dictionary);
-    delete owner->dictionary;
-  }
-  delete owner;
-  s->release = nullptr;
-}
-
-ArrowSchema* new_schema(std::string format, std::string name, bool nullable, ArrowSchema* dictionary = nullptr) {
-  auto* owner = new SchemaOwner{std::move(format), std::move(name), {}, dictionary};
-  auto* s = new ArrowSchema{};
-  s->format = owner->format.c_str();
-  s->name = owner->name.c_str();
-  s->flags = nullable ? ARROW_FLAG_NULLABLE : 0;
-  s->dictionary = dictionary;
-  s->release = release_schema;
-  s->private_data = owner;
-  return s;
-}
-
-// A fixed-width column: decoded for every row of the chunk (put), cut to the
-// rows kept (keep), then given a validity bitmap when it is nullable
-// (null_unless), written 8 rows to a byte without branches and dropped when
-// nothing is null.
-template <typename T>
-struct FixedColumn {
-  ArrayOwner* owner = nullptr;
-  T* values = nullptr;
-  uint8_t* validity = nullptr;
-  int64_t nulls = 0;
-
-  FixedColumn() = default;
-  FixedColumn(const FixedColumn&) = delete;
-  FixedColumn& operator=(const FixedColumn&) = delete;
-  ~FixedColumn() {  // not finished: the buffers go back to the pool
-    if (!owner) return;
-    for (auto [p, bytes] : owner->allocations) pool().put(p, bytes);
-    delete owner;
-  }
-
-  void start(size_t n) {
-    owner = new ArrayOwner;
-    values = static_cast<T*>(alloc_buffer(*owner, n * sizeof(T)));
-  }
-  // The put of ChunkColumns' decoders.
-  auto put() {
-    return [v = values](uint32_t i, auto x) { v[i] = static_cast<T>(x); };
-  }
-  // Moves rows[r] to r (rows ascending).
-  void keep(const std::vector<uint32_t>& rows) {
-    for (size_t r = 0; r < rows.size(); ++r) values[r] = values[rows[r]];
-  }
-  // Rows [0, n) whose value fails known(value) become nulls (and zeros).
-  template <typename Known>
-  void null_unless(size_t n, Known known) {
-    validity = static_cast<uint8_t*>(alloc_buffer(*owner, (n + 7) / 8));
-    auto bits = [&](size_t r, size_t m) {
-      unsigned byte = 0, valid = 0;
-#pragma GCC unroll 8
-      for (size_t k = 0; k < m; ++k) {
-        const bool ok = known(values[r + k]);
-        values[r + k] = ok ? values[r + k] : T{};
-        byte |= static_cast<unsigned>(ok) << k;
-        valid += ok;
-      }
-      validity[r / 8] = static_cast<uint8_t>(byte);
-      return valid;
-    };
-    size_t valid = 0, r = 0;
-    for (; r + 8 <= n; r += 8) valid += bits(r, 8);  // a constant 8: unrolled, no branch
-    if (r < n) valid += bits(r, n - r);
-    nulls = static_cast<int64_t>(n - valid);
-  }
-  ArrowArray* finish(size_t length, ArrowArray* dictionary = nullptr) {
-    owner->buffers = {nulls ? validity : nullptr, values};
-    owner->dictionary = dictionary;
-    auto* a = new_array(static_cast<int64_t>(length), nulls, owner);
-    owner = nullptr;
-    return a;
-  }
-};
-
-// Arrow strings must be UTF-8; names are bytes. Invalid sequences become
-// U+FFFD, as in iotape cat --format jsonl.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (ok && len == 2) ok = c >= 0xc2;  // no overlong forms
-    if (ok && len == 3) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
-    }
-    if (ok && len == 4) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-    }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += "\xef\xbf\xbd";
-      ++i;
-    }
-  }
-  return out;
-}
-
-// A utf8 array of the given (distinct) strings: a dictionary's values.
-ArrowArray* string_array(const std::vector<std::string>& values) {
-  auto* owner = new ArrayOwner;
-  size_t bytes = 0;
-  for (const auto& v : values) bytes += v.size();
-  auto* offsets = static_cast<int32_t*>(alloc_buffer(*owner, (values.size() + 1) * sizeof(int32_t)));
-  auto* data = static_cast<char*>(alloc_buffer(*owner, bytes));
-  int32_t at = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    offsets[i] = at;
-    std::memcpy(data + at, values[i].data(), values[i].size());
-    at += static_cast<int32_t>(values[i].size());
-  }
-  offsets[values.size()] = at;
-  owner->buffers = {nullptr, offsets, data};
-  return new_array(static_cast<int64_t>(values.size()), 0, owner);
-}
 
 py::str bytes_to_str(const std::string& s) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
@@ -288,22 +43,6 @@ std::string str_to_bytes(const py::handle& h) {
   if (!b) throw py::error_already_set();
   auto bytes = py::reinterpret_steal<py::bytes>(b);
   return bytes.cast<std::string>();
-}
-
-py::capsule schema_capsule(ArrowSchema* s) {
-  return py::capsule(s, "arrow_schema", [](PyObject* cap) {
-    auto* p = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
-    if (p->release) p->release(p);
-    delete p;
-  });
-}
-
-py::capsule array_capsule(ArrowArray* a) {
-  return py::capsule(a, "arrow_array", [](PyObject* cap) {
-    auto* p = static_cast<ArrowArray*>(PyCapsule_GetPointer(cap, "arrow_array"));
-    if (p->release) p->release(p);
-    delete p;
-  });
 }
 
 // ---------------------------------------------------------------- header <-> dict
@@ -559,8 +298,8 @@ class Reader {
         if (int k = count[s]++; k) s += "#" + std::to_string(k);
     }
 
-    auto* root_owner = new ArrayOwner;
-    auto* root_schema_owner = new SchemaOwner{"+s", "", {}, nullptr};
+    std::vector<ArrowArray*> arrays;
+    std::vector<ArrowSchema*> schemas;
     for (int c : cols) {
       ArrowArray* a = nullptr;
       ArrowSchema* s = nullptr;
@@ -595,19 +334,10 @@ class Reader {
         case kCgroup: a = cgroup.finish(kept); s = new_schema("l", name, true); break;
         case kSourceIndex: a = source.finish(kept); s = new_schema("l", name, true); break;
       }
-      root_owner->children.push_back(a);
-      root_schema_owner->children.push_back(s);
+      arrays.push_back(a);
+      schemas.push_back(s);
     }
-    root_owner->buffers = {nullptr};
-    auto* root = new_array(static_cast<int64_t>(kept), 0, root_owner);
-    auto* schema = new ArrowSchema{};
-    schema->format = root_schema_owner->format.c_str();
-    schema->name = root_schema_owner->name.c_str();
-    schema->n_children = static_cast<int64_t>(root_schema_owner->children.size());
-    schema->children = root_schema_owner->children.data();
-    schema->release = release_schema;
-    schema->private_data = root_schema_owner;
-    return {schema, root};
+    return {new_struct_schema(std::move(schemas)), new_struct_array(static_cast<int64_t>(kept), std::move(arrays))};
   }
 
   TraceReader reader_;
