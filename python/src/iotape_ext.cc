@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "arrow_export.h"
+#include "chunk_batch.h"
 #include "columns.h"
 #include "header_dict.h"
 #include "traces/chunk_codec.h"
@@ -63,11 +64,6 @@ class Reader {
   uint64_t dropped_events() const { return reader_.dropped_events(); }
 
  private:
-  struct Batch {
-    ArrowSchema* schema;
-    ArrowArray* array;
-  };
-
   // The next chunk with rows in [start, end), its columns decoded straight
   // into Arrow buffers; nullopt at the end.
   std::optional<Batch> read(const std::vector<int>& cols, int64_t start, int64_t end) {
@@ -94,140 +90,8 @@ class Reader {
           if (issue_ns[i] >= start && issue_ns[i] < end) rows_.push_back(i);
         if (rows_.empty()) continue;
       }
-      return convert(chunk, issue, all ? nullptr : &rows_, first, view.first_row, cols);
+      return chunk_batch(chunk, issue, {all ? nullptr : &rows_, first, view.first_row}, cols, reader_.header());
     }
-  }
-
-  // `issue` holds the issue times of every row of the chunk.
-  Batch convert(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const std::vector<uint32_t>* rows, uint64_t first,
-                uint32_t first_row, const std::vector<int>& cols) {
-    bool want[kColCount] = {};
-    for (int c : cols) want[c] = true;
-    const uint32_t n = chunk.size();
-    const size_t kept = rows ? rows->size() : n;
-
-    FixedColumn<int64_t> index, offset, length, queue, complete, cgroup, source;
-    FixedColumn<int32_t> device, device_name, flags, status, pid, comm, cpu;
-    FixedColumn<int8_t> op;
-    // Every column but index is decoded for the whole chunk, then cut to the kept rows.
-    // (Issue times were decoded before, by read.)
-    auto decode = [&](Col c, auto& column, auto&& decoder) {
-      if (!want[c]) return;
-      column.start(n);
-      decoder(column.put());
-      if (rows) column.keep(*rows);
-    };
-    const int64_t* issue_ns = issue.values;
-    auto issue_at = [issue_ns](uint32_t i) { return issue_ns[i]; };
-    if (want[kIndex]) {
-      index.start(kept);
-      if (rows)
-        for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + (*rows)[r] - first_row);
-      else
-        for (size_t r = 0; r < kept; ++r) index.values[r] = static_cast<int64_t>(first + r);
-    }
-    decode(kQueue, queue, [&](auto put) { chunk.queue_ns(0, n, issue_at, put); });
-    decode(kComplete, complete, [&](auto put) { chunk.complete_ns(0, n, issue_at, put); });
-    decode(kDevice, device, [&](auto put) { chunk.device(0, n, put); });
-    decode(kDeviceName, device_name, [&](auto put) { chunk.device(0, n, put); });
-    decode(kOp, op, [&](auto put) { chunk.op(0, n, put); });
-    decode(kFlags, flags, [&](auto put) { chunk.flags(0, n, put); });
-    decode(kOffset, offset, [&](auto put) { chunk.offset(0, n, put); });
-    decode(kLength, length, [&](auto put) { chunk.length(0, n, put); });
-    decode(kStatus, status, [&](auto put) { chunk.status(0, n, put); });
-    decode(kPid, pid, [&](auto put) { chunk.pid(0, n, put); });
-    decode(kComm, comm, [&](auto put) { chunk.comm(0, n, put); });
-    decode(kCpu, cpu, [&](auto put) { chunk.cpu(0, n, put); });
-    decode(kCgroup, cgroup, [&](auto put) { chunk.cgroup(0, n, put); });
-    decode(kSourceIndex, source, [&](auto put) { chunk.source_index(0, n, put); });
-    if (want[kIssue] && rows) issue.keep(*rows);  // last: the times above were relative to it
-    if (want[kQueue]) queue.null_unless(kept, [](int64_t t) { return t != kNoTime; });
-    if (want[kComplete]) complete.null_unless(kept, [](int64_t t) { return t != kNoTime; });
-    if (want[kPid]) pid.null_unless(kept, [](int32_t p) { return p != 0; });
-    if (want[kCpu]) cpu.null_unless(kept, [](int32_t c) { return c >= 0; });
-    if (want[kCgroup]) cgroup.null_unless(kept, [](int64_t g) { return g != 0; });
-    if (want[kSourceIndex]) source.null_unless(kept, [](int64_t s) { return s >= 0; });
-
-    // Dictionaries: device names (distinct, since pandas categories must be)
-    // by device index, and the chunk's process names. Codes are turned into
-    // dictionary indexes in place; -1 is null.
-    std::vector<std::string> device_names;
-    if (want[kDeviceName]) {
-      const auto& devices = reader_.header().devices();
-      std::vector<int32_t> code(devices.size());
-      std::unordered_map<std::string, int32_t> seen;
-      for (int d = 0; d < devices.size(); ++d) {
-        auto name = valid_utf8(devices[d].name());
-        auto [it, added] = seen.emplace(name, static_cast<int32_t>(device_names.size()));
-        if (added) device_names.push_back(name);
-        code[d] = it->second;
-      }
-      for (size_t r = 0; r < kept; ++r) {
-        const auto d = static_cast<uint32_t>(device_name.values[r]);
-        device_name.values[r] = d < code.size() ? code[d] : -1;
-      }
-      device_name.null_unless(kept, [](int32_t c) { return c >= 0; });
-    }
-    std::vector<std::string> comm_names;
-    if (want[kComm]) {
-      std::vector<int32_t> code(chunk.comm_codes(), -1);
-      std::unordered_map<std::string_view, int32_t> seen;
-      for (uint32_t k = 1; k < code.size(); ++k) {
-        auto [it, added] = seen.emplace(chunk.comm_name(k), static_cast<int32_t>(comm_names.size()));
-        if (added) comm_names.push_back(valid_utf8(chunk.comm_name(k)));
-        code[k] = it->second;
-      }
-      for (size_t r = 0; r < kept; ++r) comm.values[r] = code[static_cast<uint32_t>(comm.values[r])];
-      comm.null_unless(kept, [](int32_t c) { return c >= 0; });
-    }
-    // Names that differ only in invalid bytes may collide after U+FFFD
-    // replacement; pandas needs distinct categories, so make them so.
-    for (auto* names : {&device_names, &comm_names}) {
-      std::unordered_map<std::string, int> count;
-      for (auto& s : *names)
-        if (int k = count[s]++; k) s += "#" + std::to_string(k);
-    }
-
-    std::vector<ArrowArray*> arrays;
-    std::vector<ArrowSchema*> schemas;
-    for (int c : cols) {
-      ArrowArray* a = nullptr;
-      ArrowSchema* s = nullptr;
-      const char* name = kColNames[c];
-      switch (c) {
-        case kIndex: a = index.finish(kept); s = new_schema("l", name, false); break;
-        case kDevice: a = device.finish(kept); s = new_schema("i", name, false); break;
-        case kDeviceName:
-          a = device_name.finish(kept, string_array(device_names));
-          s = new_schema("i", name, true, new_schema("u", "", false));
-          break;
-        case kOp: {
-          std::vector<std::string> ops;
-          for (int k = 0; k < kOpCount; ++k) ops.emplace_back(op_name(static_cast<Op>(k)));
-          a = op.finish(kept, string_array(ops));
-          s = new_schema("c", name, false, new_schema("u", "", false));
-          break;
-        }
-        case kFlags: a = flags.finish(kept); s = new_schema("i", name, false); break;
-        case kOffset: a = offset.finish(kept); s = new_schema("l", name, false); break;
-        case kLength: a = length.finish(kept); s = new_schema("l", name, false); break;
-        case kQueue: a = queue.finish(kept); s = new_schema("l", name, true); break;
-        case kIssue: a = issue.finish(kept); s = new_schema("l", name, false); break;
-        case kComplete: a = complete.finish(kept); s = new_schema("l", name, true); break;
-        case kStatus: a = status.finish(kept); s = new_schema("i", name, false); break;
-        case kPid: a = pid.finish(kept); s = new_schema("i", name, true); break;
-        case kComm:
-          a = comm.finish(kept, string_array(comm_names));
-          s = new_schema("i", name, true, new_schema("u", "", false));
-          break;
-        case kCpu: a = cpu.finish(kept); s = new_schema("i", name, true); break;
-        case kCgroup: a = cgroup.finish(kept); s = new_schema("l", name, true); break;
-        case kSourceIndex: a = source.finish(kept); s = new_schema("l", name, true); break;
-      }
-      arrays.push_back(a);
-      schemas.push_back(s);
-    }
-    return {new_struct_schema(std::move(schemas)), new_struct_array(static_cast<int64_t>(kept), std::move(arrays))};
   }
 
   TraceReader reader_;
