@@ -1,42 +1,25 @@
 // iotape._ext: the trace reader and writer for Python. Chunks become Arrow
-// record batches filled here, column by column, and handed to pyarrow through
-// the Arrow C data interface (PyCapsules), so no Python code runs per IO.
+// record batches filled in C++, column by column, and handed to pyarrow
+// through the Arrow C data interface (PyCapsules), so no Python code runs per
+// IO. This file only binds: reader.h, writer.h and header_dict.h hold the
+// work. Use the iotape package (python/iotape), not this module.
+//
+// Errors cross as: IoError -> OSError(errno, message); UsageError ->
+// ValueError; any other TraceError -> iotape.TraceError (a ValueError).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
-#include <array>
-#include <bit>
-#include <limits>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "arrow_export.h"
-#include "chunk_batch.h"
 #include "columns.h"
-#include "header_dict.h"
 #include "reader.h"
-#include "writer.h"
-#include "traces/chunk_codec.h"
 #include "traces/error.h"
 #include "traces/io.h"
-#include "traces/reader.h"
 #include "traces/version.h"
-#include "traces/writer.h"
+#include "writer.h"
 
 namespace py = pybind11;
-
-namespace iotape::python {
-namespace {
-
-}  // namespace
-}  // namespace iotape::python
 
 PYBIND11_MODULE(_ext, m) {
   using namespace iotape::python;
