@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "analysis/svg_chart.h"
 #include "traces/error.h"
@@ -28,12 +30,9 @@ double num(const json& j, const char* key) {
 
 struct Drive {
   std::string label;
-  const json* doc;
+  const ReviewDocument* doc;
   size_t colour;
-  const json* test(const std::string& name) const {
-    const json& t = (*doc)["tests"];
-    return t.is_object() && t.contains(name) ? &t[name] : nullptr;
-  }
+  const ReviewTestResult* test(const std::string& name) const { return doc->test(name); }
 };
 
 std::string escape(const std::string& s) { return xml_escape(s); }
@@ -53,10 +52,10 @@ XyChart phase_chart(const std::vector<Drive>& drives, const std::string& test, s
   c.log2_x = log2;
   c.x_format = format;
   for (const auto& d : drives) {
-    const json* t = d.test(test);
+    const ReviewTestResult* t = d.test(test);
     if (!t) continue;
     XyChart::Line line{d.label, {}, d.colour};
-    for (const auto& p : (*t)["phases"])
+    for (const auto& p : t->figures["phases"])
       if (keep(p)) line.points.emplace_back(num(p, x_key), num(p, y_key));
     std::sort(line.points.begin(), line.points.end());
     if (!line.points.empty()) c.lines.push_back(std::move(line));
@@ -68,8 +67,8 @@ XyChart phase_chart(const std::vector<Drive>& drives, const std::string& test, s
 std::string phase_table(const std::vector<Drive>& drives, const std::string& test) {
   std::vector<std::string> names;
   for (const auto& d : drives)
-    if (const json* t = d.test(test))
-      for (const auto& p : (*t)["phases"])
+    if (const ReviewTestResult* t = d.test(test))
+      for (const auto& p : t->figures["phases"])
         if (std::find(names.begin(), names.end(), p["name"].get<std::string>()) == names.end())
           names.push_back(p["name"]);
   std::string h = "<table class=\"values\">\n<tr><th>phase</th>";
@@ -79,10 +78,10 @@ std::string phase_table(const std::vector<Drive>& drives, const std::string& tes
   for (const auto& n : names) {
     h += "<tr><td>" + escape(n) + "</td>";
     for (const auto& d : drives) {
-      const json* t = d.test(test);
+      const ReviewTestResult* t = d.test(test);
       const json* p = nullptr;
       if (t)
-        for (const auto& x : (*t)["phases"])
+        for (const auto& x : t->figures["phases"])
           if (x["name"] == n) p = &x;
       if (!p) {
         h += "<td>-</td><td>-</td><td>-</td>";
@@ -101,9 +100,9 @@ BarChart phase_bars(const std::vector<Drive>& drives, const std::string& test, s
                     std::string unit, bool higher_is_better) {
   BarChart c{std::move(title), std::move(unit), higher_is_better, {}};
   for (const auto& d : drives) {
-    const json* t = d.test(test);
+    const ReviewTestResult* t = d.test(test);
     if (!t) continue;
-    for (const auto& p : (*t)["phases"]) {
+    for (const auto& p : t->figures["phases"]) {
       const std::string name = p["name"];
       auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
       if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
@@ -116,28 +115,29 @@ BarChart phase_bars(const std::vector<Drive>& drives, const std::string& test, s
 std::vector<double> set_of(const std::vector<Drive>& drives, const std::string& test, const char* key) {
   std::vector<double> v;
   for (const auto& d : drives)
-    if (const json* t = d.test(test))
-      for (const auto& p : (*t)["phases"])
+    if (const ReviewTestResult* t = d.test(test))
+      for (const auto& p : t->figures["phases"])
         if (std::find(v.begin(), v.end(), num(p, key)) == v.end()) v.push_back(num(p, key));
   std::sort(v.begin(), v.end());
   return v;
 }
 
-std::string sweep_section(const std::vector<Drive>& drives, const std::string& test) {
+// The charts of a closed-loop sweep's section, then its phase table.
+std::string sweep_section(const std::vector<Drive>& drives, const std::string& test, ReviewSection section) {
   std::string h;
   auto read_is = [](double pct) { return [pct](const json& p) { return num(p, "read_pct") == pct; }; };
   auto qd_is = [](double qd) { return [qd](const json& p) { return num(p, "queue_depth") == qd; }; };
-  if (test == "seq-steps" || test == "random-bs") {
-    const char* kind = test == "seq-steps" ? "Sequential" : "Random";
+  if (section == ReviewSection::kSequentialBlockSizes || section == ReviewSection::kRandomBlockSizes) {
+    const char* kind = section == ReviewSection::kSequentialBlockSizes ? "Sequential" : "Random";
     for (const auto& [pct, dir] : {std::pair{100.0, "read"}, std::pair{0.0, "write"}})
       h += figure(test + "-" + dir,
                   xy_chart_svg(phase_chart(drives, test, fmt::format("{} {} vs block size, QD4", kind, dir),
                                            "block size", "block_size", XyChart::XFormat::kSize, true, "MBps", "MB/s",
                                            read_is(pct))));
-  } else if (test == "response-time") {
+  } else if (section == ReviewSection::kResponseTime) {
     h += figure(test, bar_chart_svg(phase_bars(drives, test, "Response time, 512 B random at QD1 (mean)",
                                                "mean_latency_us", "\xc2\xb5s", false)));
-  } else if (test == "database") {
+  } else if (section == ReviewSection::kDatabase) {
     const auto reads = set_of(drives, test, "read_pct");
     const auto qds = set_of(drives, test, "queue_depth");
     for (double pct : {0.0, 50.0, 100.0})
@@ -152,25 +152,25 @@ std::string sweep_section(const std::vector<Drive>& drives, const std::string& t
                     xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs read share, QD{:g}", qd),
                                              "read share", "read_pct", XyChart::XFormat::kPercent, false, "iops",
                                              "IOPS", qd_is(qd))));
-  } else if (test == "web-server" || test == "file-server") {
-    h += figure(test, xy_chart_svg(phase_chart(drives, test,
-                                               (test == "web-server" ? "Web-server" : std::string("File-server")) +
-                                                   " pattern: IOPS vs queue depth",
+  } else if (section == ReviewSection::kServer) {
+    std::string pattern = test;  // "web-server": "Web-server pattern"
+    if (!pattern.empty()) pattern[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(pattern[0])));
+    h += figure(test, xy_chart_svg(phase_chart(drives, test, pattern + " pattern: IOPS vs queue depth",
                                                "queue depth", "queue_depth", XyChart::XFormat::kNumber, true, "iops",
                                                "IOPS", [](const json&) { return true; })));
-  } else if (test == "anandtech") {
+  } else if (section == ReviewSection::kAnandTech) {
     h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random and 128 KiB sequential", "MBps", "MB/s",
                                                true)));
-  } else if (test == "alignment") {
+  } else if (section == ReviewSection::kAlignment) {
     h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random write at QD3 by offset alignment", "iops",
                                                "IOPS", true)));
     for (const auto& d : drives) {
-      const json* t = d.test(test);
+      const ReviewTestResult* t = d.test(test);
       if (!t) continue;
-      if (t->contains("note")) {
-        h += "<p class=\"note\">" + escape(d.label) + ": " + escape((*t)["note"]) + "</p>\n";
-      } else if ((*t)["phases"].size() == 2) {
-        const double a = num((*t)["phases"][0], "iops"), b = num((*t)["phases"][1], "iops");
+      if (t->figures.contains("note")) {
+        h += "<p class=\"note\">" + escape(d.label) + ": " + escape(t->figures["note"]) + "</p>\n";
+      } else if (t->figures["phases"].size() == 2) {
+        const double a = num(t->figures["phases"][0], "iops"), b = num(t->figures["phases"][1], "iops");
         h += fmt::format("<p class=\"note\">{}: 512 B-aligned writes run at {:.1f}% of the 4K-aligned IOPS.</p>\n",
                          escape(d.label), a > 0 ? 100 * b / a : 0.0);
       }
@@ -186,11 +186,11 @@ std::string storage_section(const std::vector<Drive>& drives, const std::string&
   for (const char* kind : {"combined", "read", "write"}) {
     BarChart::Group g{kind, {}};
     for (const auto& d : drives)
-      if (const json* t = d.test(test)) g.bars.push_back({d.label, num((*t)["MBps"], kind), d.colour});
+      if (const ReviewTestResult* t = d.test(test)) g.bars.push_back({d.label, num(t->figures["MBps"], kind), d.colour});
     rate.groups.push_back(std::move(g));
   }
   for (const auto& d : drives)
-    if (const json* t = d.test(test)) busy.groups[0].bars.push_back({d.label, num(*t, "busy_s"), d.colour});
+    if (const ReviewTestResult* t = d.test(test)) busy.groups[0].bars.push_back({d.label, num(t->figures, "busy_s"), d.colour});
   h += figure(test + "-rate", bar_chart_svg(rate));
   h += figure(test + "-busy", bar_chart_svg(busy));
   h += "<table class=\"values\">\n<tr><th>IO breakdown</th>";
@@ -199,25 +199,25 @@ std::string storage_section(const std::vector<Drive>& drives, const std::string&
   auto row = [&](const std::string& name, const std::function<double(const json&)>& get, const char* unit) {
     h += "<tr><td>" + escape(name) + "</td>";
     for (const auto& d : drives) {
-      const json* t = d.test(test);
-      h += "<td>" + (t ? value_text(get((*t)["breakdown"]), unit) : std::string("-")) + "</td>";
+      const ReviewTestResult* t = d.test(test);
+      h += "<td>" + (t ? value_text(get(t->figures["breakdown"]), unit) : std::string("-")) + "</td>";
     }
     h += "</tr>\n";
   };
   row("reads (% of IOs)", [](const json& b) { return num(b, "reads_pct"); }, "%");
   row("sequential (% of IOs)", [](const json& b) { return num(b, "sequential_pct"); }, "%");
   row("mean queue depth", [](const json& b) { return num(b, "mean_queue_depth"); }, "");
-  if (const json* first = drives.front().test(test))
-    for (const auto& [bucket, v] : (*first)["breakdown"]["size_pct"].items())
+  if (const ReviewTestResult* first = drives.front().test(test))
+    for (const auto& [bucket, v] : first->figures["breakdown"]["size_pct"].items())
       row(bucket + " IOs (%)", [b = bucket](const json& x) { return num(x["size_pct"], b.c_str()); }, "%");
   h += "</table>\n";
   for (const auto& d : drives)
-    if (const json* t = d.test(test))
-      h += "<p class=\"note\">" + escape(d.label) + ": " + std::to_string((*t)["ios"].get<uint64_t>()) +
+    if (const ReviewTestResult* t = d.test(test))
+      h += "<p class=\"note\">" + escape(d.label) + ": " + std::to_string(t->figures["ios"].get<uint64_t>()) +
            " IOs replayed, " +
-           ((*t)["times"] == "device" ? std::string("timed at the device (block layer: issue to completion)")
+           (t->figures["times"] == "device" ? std::string("timed at the device (block layer: issue to completion)")
                                       : "timed by the replayer (submission to reap): " +
-                                            escape((*t).value("times_reason", ""))) +
+                                            escape(t->figures.value("times_reason", ""))) +
            ".</p>\n";
   return h;
 }
@@ -237,9 +237,9 @@ std::string fresh_used_figures(const std::vector<Drive>& drives, const std::stri
                                const std::string& title) {
   std::vector<PairedBarChart> charts;
   for (const auto& d : drives) {
-    const json* t = d.test(test);
-    if (!t || !t->contains(key)) continue;
-    for (const auto& row : (*t)[key]) {
+    const ReviewTestResult* t = d.test(test);
+    if (!t || !t->figures.contains(key)) continue;
+    for (const auto& row : t->figures[key]) {
       const std::string unit = row_unit(row), name = row["name"];
       auto c = std::find_if(charts.begin(), charts.end(), [&](const auto& x) { return x.unit == unit; });
       if (c == charts.end()) {
@@ -264,8 +264,8 @@ std::string fresh_used_table(const std::vector<Drive>& drives, const std::string
                              const std::string& first_column) {
   std::vector<std::pair<std::string, std::string>> rows;  // (name, unit)
   for (const auto& d : drives)
-    if (const json* t = d.test(test); t && t->contains(key))
-      for (const auto& row : (*t)[key])
+    if (const ReviewTestResult* t = d.test(test); t && t->figures.contains(key))
+      for (const auto& row : t->figures[key])
         if (std::find_if(rows.begin(), rows.end(), [&](const auto& x) { return x.first == row["name"]; }) == rows.end())
           rows.emplace_back(row["name"], row_unit(row));
   std::string h = "<table id=\"" + escape(test) + "-table\" class=\"values\">\n<tr><th>" + escape(first_column) +
@@ -277,8 +277,8 @@ std::string fresh_used_table(const std::vector<Drive>& drives, const std::string
     h += "<tr><td>" + escape(name) + "</td><td>" + escape(unit) + "</td>";
     for (const auto& d : drives) {
       const json* row = nullptr;
-      if (const json* t = d.test(test); t && t->contains(key))
-        for (const auto& r : (*t)[key])
+      if (const ReviewTestResult* t = d.test(test); t && t->figures.contains(key))
+        for (const auto& r : t->figures[key])
           if (r["name"] == name) row = &r;
       if (!row) {
         h += "<td>-</td><td>-</td><td>-</td>";
@@ -292,39 +292,40 @@ std::string fresh_used_table(const std::vector<Drive>& drives, const std::string
   return h + "</table>\n";
 }
 
-std::string bench_section(const std::vector<Drive>& drives, const std::string& test) {
+// The sections of the tests `iotape bench` runs, and of secure-state.
+std::string bench_section(const std::vector<Drive>& drives, const std::string& test, ReviewSection section) {
   std::string h;
-  if (test == "consistency") {
+  if (section == ReviewSection::kConsistency) {
     LineChart all{"IOPS every second, 4 KiB random write QD32 (log scale)", "seconds", "IOPS", {}, true};
     LineChart zoom{"Steady state (the last window, linear scale)", "seconds into the window", "IOPS", {}, false};
     for (const auto& d : drives) {
-      const json* t = d.test(test);
+      const ReviewTestResult* t = d.test(test);
       if (!t) continue;
-      std::vector<double> v = (*t)["random"]["iops_per_second"].get<std::vector<double>>();
+      std::vector<double> v = t->figures["random"]["iops_per_second"].get<std::vector<double>>();
       all.lines.push_back({d.label, 1, v, d.colour});
-      const size_t n = std::min<size_t>(v.size(), (*t)["steady_window"]["seconds"].get<size_t>());
+      const size_t n = std::min<size_t>(v.size(), t->figures["steady_window"]["seconds"].get<size_t>());
       zoom.lines.push_back({d.label, 1, std::vector<double>(v.end() - static_cast<long>(n), v.end()), d.colour});
     }
     h += figure(test + "-log", line_chart_svg(all)) + figure(test + "-zoom", line_chart_svg(zoom));
     h += "<table class=\"values\">\n<tr><th>drive</th><th>steady state IOPS (mean)</th><th>standard deviation</th>"
          "<th>mean / deviation</th></tr>\n";
     for (const auto& d : drives)
-      if (const json* t = d.test(test)) {
-        const json& w = (*t)["steady_window"];
+      if (const ReviewTestResult* t = d.test(test)) {
+        const json& w = t->figures["steady_window"];
         h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
                          value_text(num(w, "mean_iops"), "IOPS"), value_text(num(w, "stddev_iops"), "IOPS"),
                          value_text(num(w, "mean_over_stddev"), ""));
       }
     h += "</table>\n";
-  } else if (test == "trim") {
+  } else if (section == ReviewSection::kTrim) {
     BarChart c{"128 KiB sequential write: clean, dirty, after TRIM", "MB/s", true, {}};
     h += "<table class=\"values\">\n<tr><th>drive</th><th>clean MB/s</th><th>dirty MB/s</th><th>after TRIM MB/s</th>"
          "</tr>\n";
     for (const auto& d : drives) {
-      const json* t = d.test(test);
+      const ReviewTestResult* t = d.test(test);
       if (!t) continue;
       h += "<tr><td>" + escape(d.label) + "</td>";
-      for (const auto& p : (*t)["phases"]) {
+      for (const auto& p : t->figures["phases"]) {
         const std::string name = p["name"];
         auto g = std::find_if(c.groups.begin(), c.groups.end(), [&](const auto& x) { return x.title == name; });
         if (g == c.groups.end()) g = c.groups.insert(c.groups.end(), BarChart::Group{name, {}});
@@ -334,12 +335,12 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
       h += "</tr>\n";
     }
     h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
-  } else if (test == "fresh-vs-used") {
+  } else if (section == ReviewSection::kFreshVsUsed) {
     h += fresh_used_figures(drives, test, "measurements", "Fresh vs used");
     h += fresh_used_table(drives, test, "measurements", "test");
     for (const auto& d : drives)
-      if (const json* t = d.test(test); t && t->contains("used_state")) {
-        const json& u = (*t)["used_state"];
+      if (const ReviewTestResult* t = d.test(test); t && t->figures.contains("used_state")) {
+        const json& u = t->figures["used_state"];
         h += fmt::format("<p class=\"note\">{}: fresh = the whole drive discarded (the write tests), then filled "
                          "sequentially (the read and mixed tests); used = then {} s of 4 KiB random writes at QD32 in "
                          "rounds of {} s, {}.</p>\n",
@@ -347,13 +348,13 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
                          u.value("steady_state_reached", false) ? "until steady state"
                                                                 : "steady state not reached in the time allowed");
       }
-  } else if (test == "secure-state") {
+  } else if (section == ReviewSection::kSecureState) {
     h += "<table class=\"values\">\n<tr><th>drive</th><th>discard of everything (s)</th><th>sequential fill MB/s</th>"
          "</tr>\n";
     for (const auto& d : drives)
-      if (const json* t = d.test(test))
+      if (const ReviewTestResult* t = d.test(test))
         h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
-                         value_text(num((*t)["discard"], "duration_s"), "s"), value_text(num((*t)["fill"], "MBps"), "MB/s"));
+                         value_text(num(t->figures["discard"], "duration_s"), "s"), value_text(num(t->figures["fill"], "MBps"), "MB/s"));
     h += "</table>\n";
   }
   return h;
@@ -363,17 +364,17 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
 std::string file_section(const std::vector<Drive>& drives, const std::string& test) {
   std::string notes;
   for (const auto& d : drives)
-    if (const json* t = d.test(test)) {
-      const json& sets = (*t)["sets"];
+    if (const ReviewTestResult* t = d.test(test)) {
+      const json& sets = t->figures["sets"];
       notes += fmt::format("<p class=\"note\">{}: two ext4 partitions; an image of {} MiB, {} MP3s of {} MiB, {} "
                            "small files (0.5..32 KiB); the files a step reads dropped from the page cache before it; "
                            "write times include fsync; {}.</p>\n",
                            escape(d.label), sets.value("iso_bytes", 0ULL) >> 20, sets.value("mp3_files", 0),
                            sets.value("mp3_bytes", 0ULL) >> 20, sets.value("program_files", 0),
-                           t->value("recorded", false) ? "each step's block IO recorded as a trace"
+                           t->figures.value("recorded", false) ? "each step's block IO recorded as a trace"
                                                        : "not recorded");
-      if (!t->contains("passes")) continue;  // a review of an iotape that ran one pass
-      const json& p = (*t)["passes"];
+      if (!t->figures.contains("passes")) continue;  // a review of an iotape that ran one pass
+      const json& p = t->figures["passes"];
       notes += fmt::format(
           "<p class=\"note\">{}: fresh = the drive discarded, then mkfs discarding the partitions ({:.0f} MiB "
           "discarded); used = the drive filled sequentially, then mkfs -E nodiscard ({:.0f} MiB discarded).</p>\n",
@@ -388,24 +389,65 @@ std::string cpu_table(const std::vector<Drive>& drives, const std::string& test)
   std::string h = "<table class=\"values cpu\">\n<tr><th>CPU load</th><th>test duration (s)</th><th>host CPU busy (%)</th>"
                   "<th>iotape CPU per IO (\xc2\xb5s)</th></tr>\n";
   for (const auto& d : drives)
-    if (const json* t = d.test(test))
+    if (const ReviewTestResult* t = d.test(test))
       h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(d.label),
-                       value_text(num(*t, "duration_s"), "s"), value_text(num((*t)["cpu"], "host_busy_pct"), "%"),
-                       value_text(num((*t)["cpu"], "iotape_cpu_us_per_io"), "\xc2\xb5s"));
+                       value_text(t->duration_s, "s"), value_text(t->cpu.host_busy_pct, "%"),
+                       value_text(t->cpu.iotape_cpu_us_per_io.value_or(NAN), "\xc2\xb5s"));
   return h + "</table>\n";
 }
 
-std::string suite_text(const json& options) {
-  return fmt::format("{} suite, seed {}", options.value("quick", false) ? "quick" : "full",
-                     options.value("seed", 0));
+std::string section(const std::vector<Drive>& drives, const std::string& test, ReviewSection s) {
+  switch (s) {
+    case ReviewSection::kStorageBench:
+      return storage_section(drives, test);
+    case ReviewSection::kFileLevel:
+      return file_section(drives, test);
+    case ReviewSection::kSecureState:
+    case ReviewSection::kConsistency:
+    case ReviewSection::kTrim:
+    case ReviewSection::kFreshVsUsed:
+      return bench_section(drives, test, s);
+    default:
+      return sweep_section(drives, test, s);
+  }
+}
+
+ReviewSection section_of(const std::vector<ReviewPageTest>& suite, const std::string& name) {
+  for (const auto& t : suite)
+    if (t.name == name) return t.section;
+  return ReviewSection::kPhases;
+}
+
+// The drives table's rows: a field of the document's drive as the page
+// prints it, nullopt ("-") where the drive has none.
+using DriveField = std::function<std::optional<std::string>(const ReviewDrive&)>;
+std::string yes_no(bool b) { return b ? "true" : "false"; }
+const std::pair<const char*, DriveField> kDriveRows[] = {
+    {"path", [](const ReviewDrive& d) { return std::optional(d.path); }},
+    {"model", [](const ReviewDrive& d) { return d.block ? std::optional(d.block->model) : std::nullopt; }},
+    {"vendor", [](const ReviewDrive& d) { return d.block ? std::optional(d.block->vendor) : std::nullopt; }},
+    {"serial", [](const ReviewDrive& d) { return d.block ? std::optional(d.block->serial) : std::nullopt; }},
+    {"size_bytes", [](const ReviewDrive& d) { return std::optional(std::to_string(d.size_bytes)); }},
+    {"logical_block_size", [](const ReviewDrive& d) { return std::optional(std::to_string(d.logical_block_size)); }},
+    {"physical_block_size", [](const ReviewDrive& d) { return std::optional(std::to_string(d.physical_block_size)); }},
+    {"rotational", [](const ReviewDrive& d) { return std::optional(yes_no(d.rotational)); }},
+    {"scheduler", [](const ReviewDrive& d) { return d.block ? std::optional(d.block->scheduler) : std::nullopt; }},
+    {"loop_backing_file",
+     [](const ReviewDrive& d) { return d.block && d.block->loop ? std::optional(d.block->loop->backing_file) : std::nullopt; }},
+    {"loop_direct_io",
+     [](const ReviewDrive& d) { return d.block && d.block->loop ? std::optional(yes_no(d.block->loop->direct_io)) : std::nullopt; }},
+};
+
+std::string suite_text(const ReviewSuiteOptions& options) {
+  return fmt::format("{} suite, seed {}", options.quick ? "quick" : "full", options.seed);
 }
 
 }  // namespace
 
-void check_same_suite(const std::vector<json>& reviews, const std::vector<std::string>& origins) {
+void check_same_suite(const std::vector<ReviewDocument>& reviews, const std::vector<std::string>& origins) {
   for (size_t i = 1; i < reviews.size(); ++i)
     for (const char* key : {"quick", "seed"}) {
-      const json a = reviews[0]["options"].value(key, json()), b = reviews[i]["options"].value(key, json());
+      const json a = to_json(reviews[0].options)[key], b = to_json(reviews[i].options)[key];
       if (a != b)
         throw UsageError(fmt::format("{} and {} ran different suites ({}: {} and {}): their figures are not "
                                      "comparable; review both drives with the same options",
@@ -413,10 +455,10 @@ void check_same_suite(const std::vector<json>& reviews, const std::vector<std::s
     }
 }
 
-std::string review_html(const std::vector<json>& reviews) {
+std::string review_html(const std::vector<ReviewDocument>& reviews, const std::vector<ReviewPageTest>& suite) {
   std::vector<Drive> drives;
   for (size_t i = 0; i < reviews.size(); ++i) {
-    std::string label = reviews[i]["drive"].value("label", "drive");
+    std::string label = reviews[i].drive.label;
     for (const auto& d : drives)
       if (d.label == label) label += fmt::format(" ({})", i + 1);
     drives.push_back({label, &reviews[i], i});
@@ -424,10 +466,9 @@ std::string review_html(const std::vector<json>& reviews) {
   // Tests in suite order (each document lists its tests in that order).
   std::vector<std::pair<std::string, std::string>> tests;  // (name, title)
   for (const auto& r : reviews)
-    if (r.contains("tests"))
-      for (const auto& [name, t] : r["tests"].items())
-        if (std::find_if(tests.begin(), tests.end(), [&](const auto& x) { return x.first == name; }) == tests.end())
-          tests.emplace_back(name, t.value("title", name));
+    for (const auto& t : r.tests)
+      if (std::find_if(tests.begin(), tests.end(), [&](const auto& x) { return x.first == t.test; }) == tests.end())
+        tests.emplace_back(t.test, t.title);
 
   std::string h = html_page_head("iotape review");
   h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 24px 0; }\n"
@@ -438,20 +479,16 @@ std::string review_html(const std::vector<json>& reviews) {
   std::string names;
   for (const auto& d : drives) names += (names.empty() ? "" : ", ") + d.label;
   h += "<h1>iotape review: " + escape(names) + "</h1>\n";
-  h += "<p class=\"note\">" + escape(suite_text(reviews[0]["options"])) + ". iotape " +
-       escape(reviews[0].value("iotape_version", "")) + ".</p>\n";
+  h += "<p class=\"note\">" + escape(suite_text(reviews[0].options)) + ". iotape " +
+       escape(reviews[0].iotape_version) + ".</p>\n";
 
   // Drives.
   h += "<table id=\"drives\">\n<tr><th>drive</th>";
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
-  for (const char* key : {"path", "model", "vendor", "serial", "size_bytes", "logical_block_size",
-                          "physical_block_size", "rotational", "scheduler", "loop_backing_file", "loop_direct_io"}) {
+  for (const auto& [key, field] : kDriveRows) {
     h += std::string("<tr><td>") + key + "</td>";
-    for (const auto& d : drives) {
-      const json& v = (*d.doc)["drive"].value(key, json());
-      h += "<td>" + escape(v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump()) + "</td>";
-    }
+    for (const auto& d : drives) h += "<td>" + escape(field(d.doc->drive).value_or("-")) + "</td>";
     h += "</tr>\n";
   }
   h += "</table>\n";
@@ -461,22 +498,23 @@ std::string review_html(const std::vector<json>& reviews) {
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
   for (const auto& [name, title] : tests) {
-    std::vector<std::pair<std::string, json>> figures;  // (figure, headline of the first drive with it)
+    std::vector<ReviewHeadline> figures;  // the headline of the first drive with each figure
     for (const auto& d : drives)
-      if (const json* t = d.test(name))
-        for (const auto& f : (*t)["headline"])
-          if (std::find_if(figures.begin(), figures.end(), [&](const auto& x) { return x.first == f["figure"]; }) ==
+      if (const ReviewTestResult* t = d.test(name))
+        for (const auto& f : t->headline())
+          if (std::find_if(figures.begin(), figures.end(), [&](const auto& x) { return x.figure == f.figure; }) ==
               figures.end())
-            figures.emplace_back(f["figure"], f);
-    for (const auto& [fig, head] : figures) {
-      const std::string unit = head["unit"];
-      const bool higher = head["higher_is_better"];
+            figures.push_back(f);
+    for (const auto& head : figures) {
+      const std::string& fig = head.figure;
+      const std::string unit = head.unit;
+      const bool higher = head.higher_is_better;
       std::vector<double> values;
       for (const auto& d : drives) {
         double v = NAN;
-        if (const json* t = d.test(name))
-          for (const auto& f : (*t)["headline"])
-            if (f["figure"] == fig) v = num(f, "value");
+        if (const ReviewTestResult* t = d.test(name))
+          for (const auto& f : t->headline())
+            if (f.figure == fig) v = f.value;
         values.push_back(v);
       }
       double best = NAN;
@@ -494,26 +532,22 @@ std::string review_html(const std::vector<json>& reviews) {
 
   for (const auto& [name, title] : tests) {
     h += "<section id=\"" + escape(name) + "\">\n<h2>" + escape(title) + "</h2>\n";
-    if (name == "storage-heavy" || name == "storage-light") h += storage_section(drives, name);
-    else if (name == "file-level") h += file_section(drives, name);
-    else if (name == "consistency" || name == "trim" || name == "fresh-vs-used" || name == "secure-state")
-      h += bench_section(drives, name);
-    else h += sweep_section(drives, name);
+    h += section(drives, name, section_of(suite, name));
     h += cpu_table(drives, name);
     h += "</section>\n";
   }
 
   h += "<section id=\"write-amplification\">\n<h2>Write amplification</h2>\n";
   for (const auto& d : drives) {
-    const json& wa = (*d.doc)["write_amplification"];
-    if (!wa.value("available", false)) {
-      h += "<p>" + escape(d.label) + ": not available on this device: " + escape(wa.value("reason", "")) + ".</p>\n";
+    const ReviewWriteAmplificationSource& wa = d.doc->write_amplification;
+    if (!wa.available) {
+      h += "<p>" + escape(d.label) + ": not available on this device: " + escape(wa.reason) + ".</p>\n";
       continue;
     }
     BarChart c{"Write amplification estimate (media / host bytes written), " + d.label, "x", false, {{"", {}}}};
     for (const auto& [name, title] : tests)
-      if (const json* t = d.test(name); t && t->contains("write_amplification"))
-        c.groups[0].bars.push_back({name, num((*t)["write_amplification"], "estimate"), d.colour});
+      if (const ReviewTestResult* t = d.test(name); t && t->write_amplification)
+        c.groups[0].bars.push_back({name, t->write_amplification->estimate, d.colour});
     h += figure("wa-" + std::to_string(d.colour), bar_chart_svg(c));
   }
   h += "</section>\n";
@@ -522,7 +556,7 @@ std::string review_html(const std::vector<json>& reviews) {
   std::string missing;
   for (const auto& d : drives)
     if (!d.test("file-level"))
-      missing += "<p>" + escape(d.label) + ": file-level tests " + escape((*d.doc).value("file_level", "not run")) +
+      missing += "<p>" + escape(d.label) + ": file-level tests " + escape(d.doc->file_level.value_or("not run")) +
                  ".</p>\n";
   if (!missing.empty()) h += "<section id=\"file-level-not-run\">\n<h2>File-level tests</h2>\n" + missing + "</section>\n";
   h += "</body>\n</html>\n";

@@ -10,6 +10,7 @@
 #include "analysis/review_page.h"
 #include "cli/commands.h"
 #include "traces/error.h"
+#include "workloads/review.h"
 
 namespace iotape::cli {
 namespace {
@@ -47,10 +48,16 @@ void run_review_compare(const CompareOptions& o) {
     if (!docs.back().contains("options") || !docs.back().contains("drive"))
       throw InputError(path + ": not a review.json (no \"options\" or \"drive\")");
   }
-  for (size_t i = 0; i < o.labels.size(); ++i) docs[i]["drive"]["label"] = o.labels[i];
-  analysis::check_same_suite(docs, o.results);
-  if (!o.html.empty()) write_file(o.html, analysis::review_html(docs));
-  if (o.json) fmt::print("{}\n", nlohmann::ordered_json(docs).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::vector<analysis::ReviewDocument> reviews;
+  for (const auto& doc : docs) reviews.push_back(analysis::review_document_from_json(doc));
+  for (size_t i = 0; i < o.labels.size(); ++i) reviews[i].drive.label = o.labels[i];
+  analysis::check_same_suite(reviews, o.results);
+  if (!o.html.empty()) write_file(o.html, analysis::review_html(reviews, workloads::review_page_tests()));
+  if (o.json) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const auto& r : reviews) all.push_back(analysis::to_json(r));
+    fmt::print("{}", analysis::review_json_text(all));
+  }
 }
 
 void run_compare(const CompareOptions& o) {

@@ -1,10 +1,5 @@
 #include "workloads/review.h"
 
-#include <fcntl.h>
-#include <linux/nvme_ioctl.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -16,6 +11,7 @@
 #include <optional>
 
 #include "analysis/report.h"
+#include "analysis/review_document.h"
 #include "analysis/review_page.h"
 #include "replay/cpu_load.h"
 #include "replay/replayer.h"
@@ -27,6 +23,7 @@
 #include "units/units.h"
 #include "workloads/bench.h"
 #include "workloads/closed_loop_run.h"
+#include "workloads/drive_identity.h"
 #include "workloads/file_level.h"
 #include "workloads/profile.h"
 #include "workloads/rng.h"
@@ -149,11 +146,14 @@ NextIo spec_ios(const Spec& s, uint64_t span, uint64_t seed) {
   };
 }
 
+// A sweep's headline figures, from its phases (the "phases" of its result).
+using SweepHeadline = ordered_json (*)(const ordered_json& phases);
+
 // Thrown inside a test when the stop flag ended it early.
 struct Interrupted {};
 
 ordered_json headline(const std::string& figure, double value, const std::string& unit, bool higher_is_better) {
-  return {{"figure", figure}, {"value", value}, {"unit", unit}, {"higher_is_better", higher_is_better}};
+  return to_json(analysis::ReviewHeadline{figure, value, unit, higher_is_better});
 }
 
 // How much worse the used drive does, in % of the fresh figure (negative: better).
@@ -168,86 +168,74 @@ const ordered_json* find_phase(const ordered_json& phases, const std::string& na
   return nullptr;
 }
 
-// Write amplification inputs: NVMe's SMART / health log (host data units
-// written) and the OCP SMART extended log (C0h: physical media units written).
-struct WaSource {
-  bool available = false;
-  std::string reason;  // why not
-  std::string path;
-};
-
-// A 512-byte log page, or nullopt when the drive does not give it.
-std::optional<std::array<uint8_t, 512>> nvme_log(const std::string& path, uint8_t log_id) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::array<uint8_t, 512> page{};
-  nvme_admin_cmd cmd{};
-  cmd.opcode = 0x02;  // Get Log Page
-  cmd.nsid = 0xffffffff;
-  cmd.addr = reinterpret_cast<uint64_t>(page.data());
-  cmd.data_len = page.size();
-  cmd.cdw10 = ((page.size() / 4 - 1) << 16) | log_id;
-  const int rc = ::ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cmd);
-  ::close(fd);
-  if (rc != 0) return std::nullopt;
-  return page;
+// A phase's figure, NaN when the phase is missing.
+double phase_value(const ordered_json& phases, const std::string& phase, const char* key) {
+  const auto* p = find_phase(phases, phase);
+  return p ? (*p)[key].get<double>() : NAN;
 }
 
-// The low 64 bits of a 128-bit little-endian counter at `at`.
-uint64_t le64(const std::array<uint8_t, 512>& page, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | page[at + i];
-  return v;
+// The best figure of the phases with that read share.
+double best_of(const ordered_json& phases, double read_pct, const char* key) {
+  double m = 0;
+  for (const auto& p : phases)
+    if (p["read_pct"].get<double>() == read_pct) m = std::max(m, p[key].get<double>());
+  return m;
 }
 
-WaSource wa_source(const replay::Target& t) {
-  WaSource w;
-  w.path = t.path;
-  if (!t.block) {
-    w.reason = "a regular file: there is no drive to ask";
-  } else if (t.name.rfind("loop", 0) == 0) {
-    w.reason = "a loop device: its blocks are a file's, it has no SMART log";
-  } else if (t.name.rfind("vd", 0) == 0) {
-    w.reason = "a virtio disk: virtio-blk passes no SMART log to the guest";
-  } else if (t.name.rfind("nvme", 0) != 0) {
-    w.reason = "not an NVMe drive: iotape reads write amplification from NVMe logs only";
-  } else if (!nvme_log(t.path, 0x02)) {
-    w.reason = "the drive did not return its SMART / health log";
-  } else if (!nvme_log(t.path, 0xc0)) {
-    w.reason = "the drive has no OCP SMART extended log (C0h), so no media writes to set against host writes";
-  } else {
-    w.available = true;
-  }
-  return w;
+// IOPS at the deepest queue of the phases with that read share.
+ordered_json iops_at_top_qd(const ordered_json& phases, double read) {
+  ordered_json h = ordered_json::array();
+  const ordered_json* top = nullptr;
+  for (const auto& p : phases)
+    if (p["read_pct"].get<double>() == read && (!top || p["queue_depth"] > (*top)["queue_depth"])) top = &p;
+  if (top)
+    h.push_back(headline(fmt::format("IOPS at QD{}, {:g}% reads", (*top)["queue_depth"].get<int>(), read),
+                         (*top)["iops"].get<double>(), "IOPS", true));
+  return h;
 }
 
-// Host and media bytes written so far (NVMe units of 512,000 bytes; the OCP
-// counter is in bytes).
-std::pair<double, double> written(const WaSource& w) {
-  const auto smart = nvme_log(w.path, 0x02);
-  const auto ocp = nvme_log(w.path, 0xc0);
-  if (!smart || !ocp) throw IoError(w.path + ": the NVMe logs read before the test are gone", EIO);
-  return {static_cast<double>(le64(*smart, 48)) * 512000.0, static_cast<double>(le64(*ocp, 0))};
+ordered_json seq_steps_headline(const ordered_json& phases) {
+  return ordered_json::array({headline("sequential read, best block size", best_of(phases, 100, "MBps"), "MB/s", true),
+          headline("sequential write, best block size", best_of(phases, 0, "MBps"), "MB/s", true)});
 }
 
-// Completed IOs of the block device per /sys/block/X/stat (reads, writes,
-// discards, flushes); nullopt for a regular file.
-std::optional<uint64_t> device_ios(const replay::Target& t) {
-  if (!t.block) return std::nullopt;
-  std::ifstream in(block_device_dir(t.dev_major, t.dev_minor) / "stat");
-  std::vector<uint64_t> v{std::istream_iterator<uint64_t>(in), {}};
-  if (v.size() < 11) return std::nullopt;
-  uint64_t n = v[0] + v[4];
-  if (v.size() >= 15) n += v[11];
-  if (v.size() >= 17) n += v[15];
-  return n;
+ordered_json random_bs_headline(const ordered_json& phases) {
+  return ordered_json::array({headline("random read 4K QD4", phase_value(phases, "random read 4K", "MBps"), "MB/s", true),
+          headline("random write 4K QD4", phase_value(phases, "random write 4K", "MBps"), "MB/s", true)});
+}
+
+ordered_json response_time_headline(const ordered_json& phases) {
+  return ordered_json::array({headline("512 B read at QD1, mean", phase_value(phases, "read 512 B QD1", "mean_latency_us"), "\xc2\xb5s",
+                   false),
+          headline("512 B write at QD1, mean", phase_value(phases, "write 512 B QD1", "mean_latency_us"), "\xc2\xb5s",
+                   false)});
+}
+
+ordered_json database_headline(const ordered_json& phases) { return iops_at_top_qd(phases, 50); }
+
+// web-server, file-server: at the read share of their phases.
+ordered_json server_headline(const ordered_json& phases) {
+  return iops_at_top_qd(phases, phases.front()["read_pct"].get<double>());
+}
+
+// A figure per phase.
+ordered_json anandtech_headline(const ordered_json& phases) {
+  ordered_json h = ordered_json::array();
+  for (const auto& p : phases) h.push_back(headline(p["name"], p["MBps"], "MB/s", true));
+  return h;
+}
+
+ordered_json alignment_headline(const ordered_json& phases) {
+  ordered_json h = ordered_json::array();
+  for (const auto& p : phases) h.push_back(headline(p["name"], p["iops"], "IOPS", true));
+  return h;
 }
 
 void write_json(const std::string& path, const ordered_json& j) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    f << analysis::review_json_text(j);
     if (!f) throw error_errno(tmp, "cannot write", errno);
   }
   fs::rename(tmp, path);
@@ -263,32 +251,7 @@ ordered_json read_json(const std::string& path) {
   }
 }
 
-std::string sysfs(const fs::path& p) { return read_sysfs_attribute(p); }
-
-// The drive as sysfs describes it.
-ordered_json drive_identity(const replay::Target& t, const std::string& label) {
-  ordered_json d;
-  d["label"] = label.empty() ? t.name : label;
-  d["path"] = t.path;
-  d["name"] = t.name;
-  d["block_device"] = t.block;
-  d["size_bytes"] = t.size;
-  d["logical_block_size"] = t.logical_block;
-  d["physical_block_size"] = t.physical_block;
-  d["rotational"] = t.rotational;
-  if (!t.block) return d;
-  const fs::path dir = block_device_dir(t.dev_major, t.dev_minor);
-  const fs::path disk = whole_disk_dir(dir);
-  d["model"] = t.model;
-  d["vendor"] = sysfs(disk / "device/vendor");
-  d["serial"] = t.serial;
-  d["scheduler"] = sysfs(disk / "queue/scheduler");
-  if (fs::exists(disk / "loop")) {
-    d["loop_backing_file"] = sysfs(disk / "loop/backing_file");
-    d["loop_direct_io"] = sysfs(disk / "loop/dio") == "1";
-  }
-  return d;
-}
+struct ReviewTestDef;
 
 class Review {
  public:
@@ -304,28 +267,25 @@ class Review {
   const replay::Target& target() const { return targets_.at(0); }
   std::string label() const { return o_.label.empty() ? target().name : o_.label; }
 
-  ordered_json run(const std::string& name, const std::string& dir) {
-    dir_ = dir;
-    test_ = name;
-    if (name == "secure-state") return secure_state();
-    if (name == "seq-steps") return sweep(profile_specs("seq-steps", scale_.seq_s, {}));
-    if (name == "random-bs") return sweep(random_bs_specs());
-    if (name == "response-time")
-      return sweep({fixed("read 512 B QD1", 1, 512, 1, scale_.response_s),
-                    fixed("write 512 B QD1", 0, 512, 1, scale_.response_s)});
-    if (name == "database") return sweep(profile_specs("database", scale_.database_s, database_filter()));
-    if (name == "web-server") return sweep(profile_specs("web-server", scale_.server_s, {}));
-    if (name == "file-server") return sweep(profile_specs("file-server", scale_.server_s, {}));
-    if (name == "anandtech") return sweep(anandtech_specs());
-    if (name == "storage-heavy") return storage_bench("storage-heavy", scale_.heavy_ios);
-    if (name == "storage-light") return storage_bench("storage-light", scale_.light_ios);
-    if (name == "alignment") return alignment();
-    if (name == "file-level") return file_level();
-    if (name == "fresh-vs-used") return fresh_vs_used();
-    return bench(name);
-  }
+  // Runs one test into `dir`; its figures (result.json without the parts
+  // every test has).
+  ordered_json run(const ReviewTestDef& test, const std::string& dir);
 
- private:
+  // The tests' bodies: the `run` of their definitions (kTests below).
+  ordered_json seq_steps() { return sweep(profile_specs("seq-steps", scale_.seq_s, {})); }
+  ordered_json random_bs() { return sweep(random_bs_specs()); }
+  ordered_json response_time() {
+    return sweep({fixed("read 512 B QD1", 1, 512, 1, scale_.response_s),
+                  fixed("write 512 B QD1", 0, 512, 1, scale_.response_s)});
+  }
+  ordered_json database() { return sweep(profile_specs("database", scale_.database_s, database_filter())); }
+  ordered_json server(const std::string& profile) { return sweep(profile_specs(profile, scale_.server_s, {})); }
+  ordered_json anandtech() { return sweep(anandtech_specs()); }
+  ordered_json storage_heavy() { return storage_bench("storage-heavy", scale_.heavy_ios); }
+  ordered_json storage_light() { return storage_bench("storage-light", scale_.light_ios); }
+  ordered_json consistency() { return bench("consistency"); }
+  ordered_json trim() { return bench("trim"); }
+
   using Filter = std::function<bool(const Phase&)>;
 
   std::vector<Spec> profile_specs(const std::string& profile, double seconds, const Filter& keep) {
@@ -428,7 +388,7 @@ class Review {
     ordered_json out;
     out["trace"] = fs::path(trace).filename().string();
     out["phases"] = phases;
-    out["headline"] = sweep_headline(phases);
+    out["headline"] = sweep_headline_ ? sweep_headline_(phases) : ordered_json::array();
     return out;
   }
 
@@ -458,46 +418,6 @@ class Review {
     out.close();
     for (const auto& p : parts) fs::remove(p);
     return path;
-  }
-
-  ordered_json sweep_headline(const ordered_json& phases) const {
-    ordered_json h = ordered_json::array();
-    auto value = [&](const std::string& phase, const char* key) {
-      const auto* p = find_phase(phases, phase);
-      return p ? (*p)[key].get<double>() : NAN;
-    };
-    auto best = [&](double read_pct, const char* key) {
-      double m = 0;
-      for (const auto& p : phases)
-        if (p["read_pct"].get<double>() == read_pct) m = std::max(m, p[key].get<double>());
-      return m;
-    };
-    auto at_top_qd = [&](double read_pct) {
-      const ordered_json* top = nullptr;
-      for (const auto& p : phases)
-        if (p["read_pct"].get<double>() == read_pct && (!top || p["queue_depth"] > (*top)["queue_depth"])) top = &p;
-      return top;
-    };
-    if (test_ == "seq-steps") {
-      h.push_back(headline("sequential read, best block size", best(100, "MBps"), "MB/s", true));
-      h.push_back(headline("sequential write, best block size", best(0, "MBps"), "MB/s", true));
-    } else if (test_ == "random-bs") {
-      h.push_back(headline("random read 4K QD4", value("random read 4K", "MBps"), "MB/s", true));
-      h.push_back(headline("random write 4K QD4", value("random write 4K", "MBps"), "MB/s", true));
-    } else if (test_ == "response-time") {
-      h.push_back(headline("512 B read at QD1, mean", value("read 512 B QD1", "mean_latency_us"), "\xc2\xb5s", false));
-      h.push_back(headline("512 B write at QD1, mean", value("write 512 B QD1", "mean_latency_us"), "\xc2\xb5s", false));
-    } else if (test_ == "database" || test_ == "web-server" || test_ == "file-server") {
-      const double read = test_ == "database" ? 50 : phases.front()["read_pct"].get<double>();
-      if (const auto* top = at_top_qd(read))
-        h.push_back(headline(fmt::format("IOPS at QD{}, {:g}% reads", (*top)["queue_depth"].get<int>(), read),
-                             (*top)["iops"].get<double>(), "IOPS", true));
-    } else if (test_ == "anandtech") {
-      for (const auto& p : phases) h.push_back(headline(p["name"], p["MBps"], "MB/s", true));
-    } else if (test_ == "alignment") {
-      for (const auto& p : phases) h.push_back(headline(p["name"], p["iops"], "IOPS", true));
-    }
-    return h;
   }
 
   // The alignment pair: 4 KiB random writes at 4 KiB-aligned offsets and at
@@ -798,60 +718,104 @@ class Review {
   std::vector<replay::Target> targets_;
   uint64_t span_ = 0;
   std::string dir_, test_;
+  SweepHeadline sweep_headline_ = nullptr;  // the running test's
 };
 
-struct TestInfo {
+// What an estimate depends on: the suite's lengths and the span.
+struct EstimateInput {
+  const Scale& s;
+  uint64_t bytes;  // the span
+  bool quick;
+  double fill;     // one sequential pass over the span at the nominal rate
+};
+
+// One test of the suite: everything the runner, the plan, the headline and
+// the page know of it.
+struct ReviewTestDef {
   const char* name;
   const char* title;
   bool writes;  // write-heavy: write amplification is measured around it
-};
-const TestInfo kTests[] = {
-    {"secure-state", "Secure state: discard everything, then a sequential fill", true},
-    {"seq-steps", "Sequential read and write vs block size, QD4", true},
-    {"random-bs", "Random read and write vs block size, QD4", true},
-    {"response-time", "Response time: 512 B random at QD1", false},
-    {"database", "Database pattern: 8 KiB random, IOPS vs queue depth and read share", true},
-    {"web-server", "Web-server pattern: IOPS vs queue depth", false},
-    {"file-server", "File-server pattern: IOPS vs queue depth", true},
-    {"anandtech", "4 KiB random at QD3 and QD32, 128 KiB sequential at QD1", true},
-    {"storage-heavy", "Storage Bench Heavy replay", true},
-    {"storage-light", "Storage Bench Light replay", true},
-    {"alignment", "Alignment: 4 KiB random write, 4 KiB- vs 512 B-aligned", true},
-    {"consistency", "Performance consistency: 4 KiB random write QD32 after a fill", true},
-    {"trim", "TRIM: 128 KiB sequential write clean, dirty and after TRIM", true},
-    {"fresh-vs-used", "Fresh vs used: each test on a discarded drive and on a used one", true},
-    {"file-level", "File-level tests, fresh and used: an ISO image, MP3s and a program tree on ext4", true},
+  analysis::ReviewSection section;
+  double (*estimate)(const EstimateInput& in);  // seconds
+  ordered_json (*run)(Review& r);               // the figures; throws Interrupted
+  SweepHeadline sweep_headline;                 // a sweep's headline figures; nullptr: the test makes its own
 };
 
-const TestInfo& info(const std::string& name) {
+// The suite, in its order.
+const ReviewTestDef kTests[] = {
+    {"secure-state", "Secure state: discard everything, then a sequential fill", true,
+     analysis::ReviewSection::kSecureState, [](const EstimateInput& in) { return 1 + in.fill; },
+     [](Review& r) { return r.secure_state(); }, nullptr},
+    {"seq-steps", "Sequential read and write vs block size, QD4", true, analysis::ReviewSection::kSequentialBlockSizes,
+     [](const EstimateInput& in) { return 18 * in.s.seq_s; }, [](Review& r) { return r.seq_steps(); },
+     seq_steps_headline},
+    {"random-bs", "Random read and write vs block size, QD4", true, analysis::ReviewSection::kRandomBlockSizes,
+     [](const EstimateInput& in) { return 24 * in.s.random_bs_s; }, [](Review& r) { return r.random_bs(); },
+     random_bs_headline},
+    {"response-time", "Response time: 512 B random at QD1", false, analysis::ReviewSection::kResponseTime,
+     [](const EstimateInput& in) { return 2 * in.s.response_s; }, [](Review& r) { return r.response_time(); },
+     response_time_headline},
+    {"database", "Database pattern: 8 KiB random, IOPS vs queue depth and read share", true,
+     analysis::ReviewSection::kDatabase, [](const EstimateInput& in) { return (in.quick ? 25 : 99) * in.s.database_s; },
+     [](Review& r) { return r.database(); }, database_headline},
+    {"web-server", "Web-server pattern: IOPS vs queue depth", false, analysis::ReviewSection::kServer,
+     [](const EstimateInput& in) { return 4 * in.s.server_s; }, [](Review& r) { return r.server("web-server"); },
+     server_headline},
+    {"file-server", "File-server pattern: IOPS vs queue depth", true, analysis::ReviewSection::kServer,
+     [](const EstimateInput& in) { return 4 * in.s.server_s; }, [](Review& r) { return r.server("file-server"); },
+     server_headline},
+    {"anandtech", "4 KiB random at QD3 and QD32, 128 KiB sequential at QD1", true, analysis::ReviewSection::kAnandTech,
+     [](const EstimateInput& in) { return 6 * in.s.anand_random_s + 2 * in.s.anand_seq_s; },
+     [](Review& r) { return r.anandtech(); }, anandtech_headline},
+    {"storage-heavy", "Storage Bench Heavy replay", true, analysis::ReviewSection::kStorageBench,
+     [](const EstimateInput& in) { return in.s.heavy_ios * kHeavySecondsPerIo; },
+     [](Review& r) { return r.storage_heavy(); }, nullptr},
+    {"storage-light", "Storage Bench Light replay", true, analysis::ReviewSection::kStorageBench,
+     [](const EstimateInput& in) { return in.s.light_ios * kLightSecondsPerIo; },
+     [](Review& r) { return r.storage_light(); }, nullptr},
+    {"alignment", "Alignment: 4 KiB random write, 4 KiB- vs 512 B-aligned", true, analysis::ReviewSection::kAlignment,
+     [](const EstimateInput& in) { return 2 * in.s.align_s; }, [](Review& r) { return r.alignment(); },
+     alignment_headline},
+    {"consistency", "Performance consistency: 4 KiB random write QD32 after a fill", true,
+     analysis::ReviewSection::kConsistency,
+     [](const EstimateInput& in) { return in.fill + static_cast<double>(in.s.consistency_s); },
+     [](Review& r) { return r.consistency(); }, nullptr},
+    {"trim", "TRIM: 128 KiB sequential write clean, dirty and after TRIM", true, analysis::ReviewSection::kTrim,
+     [](const EstimateInput& in) { return 3 * in.fill + static_cast<double>(in.s.trim_dirty_s) + 2; },
+     [](Review& r) { return r.trim(); }, nullptr},
+    // Five closed-loop tests and two replays per pass, a fill, and the used
+    // state at its longest.
+    {"fresh-vs-used", "Fresh vs used: each test on a discarded drive and on a used one", true,
+     analysis::ReviewSection::kFreshVsUsed,
+     [](const EstimateInput& in) {
+       return 1 + in.fill + 2 * (5 * in.s.fresh_s + in.s.fresh_ios * (kLightSecondsPerIo + kHeavySecondsPerIo)) +
+              in.s.used_max_s;
+     },
+     [](Review& r) { return r.fresh_vs_used(); }, nullptr},
+    // Per pass: mkfs, then each set written once and read or copied three
+    // times; the used pass fills the target first.
+    {"file-level", "File-level tests, fresh and used: an ISO image, MP3s and a program tree on ext4", true,
+     analysis::ReviewSection::kFileLevel,
+     [](const EstimateInput& in) {
+       const double pass = in.quick ? 3
+                                    : 30 + 4 * (std::min<double>(in.bytes / 8.0, 4.0 * (1 << 30)) +
+                                                std::min(in.bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
+       return 1 + 2 * pass + in.fill;
+     },
+     [](Review& r) { return r.file_level(); }, nullptr},
+};
+
+const ReviewTestDef& info(const std::string& name) {
   for (const auto& t : kTests)
     if (name == t.name) return t;
   throw UsageError("unknown review test '" + name + "' (iotape review --help lists them)");
 }
 
-double estimate(const std::string& name, const Scale& s, uint64_t bytes, bool quick) {
-  const double fill = static_cast<double>(bytes) / kNominalBps;
-  if (name == "secure-state") return 1 + fill;
-  if (name == "seq-steps") return 18 * s.seq_s;
-  if (name == "random-bs") return 24 * s.random_bs_s;
-  if (name == "response-time") return 2 * s.response_s;
-  if (name == "database") return (quick ? 25 : 99) * s.database_s;
-  if (name == "web-server" || name == "file-server") return 4 * s.server_s;
-  if (name == "anandtech") return 6 * s.anand_random_s + 2 * s.anand_seq_s;
-  if (name == "storage-heavy") return s.heavy_ios * kHeavySecondsPerIo;
-  if (name == "storage-light") return s.light_ios * kLightSecondsPerIo;
-  if (name == "alignment") return 2 * s.align_s;
-  if (name == "consistency") return fill + s.consistency_s;
-  if (name == "trim") return 3 * fill + s.trim_dirty_s + 2;
-  // fresh-vs-used: five closed-loop tests and two replays per pass, a fill,
-  // and the used state at its longest.
-  if (name == "fresh-vs-used")
-    return 1 + fill + 2 * (5 * s.fresh_s + s.fresh_ios * (kLightSecondsPerIo + kHeavySecondsPerIo)) + s.used_max_s;
-  // file-level, per pass: mkfs, then each set written once and read or
-  // copied three times; the used pass fills the target first.
-  const double pass = quick ? 3 : 30 + 4 * (std::min<double>(bytes / 8.0, 4.0 * (1 << 30)) +
-                                             std::min(bytes / 8.0, 300.0 * 4 * kAlign)) / kNominalBps;
-  return 1 + 2 * pass + fill;
+ordered_json Review::run(const ReviewTestDef& test, const std::string& dir) {
+  dir_ = dir;
+  test_ = test.name;
+  sweep_headline_ = test.sweep_headline;
+  return test.run(*this);
 }
 
 std::string minutes(double s) {
@@ -874,10 +838,11 @@ std::vector<ReviewTest> review_plan(const ReviewOptions& o, uint64_t target_byte
   for (const auto& t : o.tests) info(t);
   const Scale s = scale_of(o.quick);
   const uint64_t bytes = target_bytes / kAlign * kAlign;
+  const EstimateInput in{s, bytes, o.quick, static_cast<double>(bytes) / kNominalBps};
   std::vector<ReviewTest> plan;
   for (const auto& t : kTests)
     if (o.tests.empty() || std::find(o.tests.begin(), o.tests.end(), t.name) != o.tests.end())
-      plan.push_back({t.name, t.title, estimate(t.name, s, bytes, o.quick)});
+      plan.push_back({t.name, t.title, t.estimate(in)});
   return plan;
 }
 
@@ -892,9 +857,67 @@ std::string describe_review_plan(const std::vector<ReviewTest>& plan, const Revi
   return out;
 }
 
-nlohmann::ordered_json review_options_json(const ReviewOptions& o) {
-  return {{"target", o.target}, {"quick", o.quick}, {"label", o.label}, {"seed", o.seed}};
+std::vector<analysis::ReviewPageTest> review_page_tests() {
+  std::vector<analysis::ReviewPageTest> v;
+  for (const auto& t : kTests) v.push_back({t.name, t.section});
+  return v;
 }
+
+namespace {
+analysis::ReviewSuiteOptions review_suite_options(const ReviewOptions& o) { return {o.target, o.quick, o.label, o.seed}; }
+}  // namespace
+
+nlohmann::ordered_json review_options_json(const ReviewOptions& o) { return to_json(review_suite_options(o)); }
+
+namespace {
+
+// Runs one test into `dir`, measuring around it the CPU load, the device's
+// IOs and, for a write-heavy test where the drive reports them, the bytes
+// written to the host and media. Throws Interrupted.
+analysis::ReviewTestResult measure_test(Review& review, const ReviewTestDef& test, const std::string& dir,
+                                        const WriteAmplificationSource& wa) {
+  const bool measure_wa = wa.available && test.writes;
+  std::pair<double, double> wa_before;
+  if (measure_wa) wa_before = host_and_media_bytes_written(wa);
+  const auto ios_before = completed_device_ios(review.target());
+  const replay::CpuLoad cpu;
+  const int64_t t0 = replay::monotonic_ns();
+  analysis::ReviewTestResult r;
+  r.figures = review.run(test, dir);
+  r.test = test.name;
+  r.title = test.title;
+  r.duration_s = (replay::monotonic_ns() - t0) / 1e9;
+  r.cpu.host_busy_pct = 100 * cpu.host_busy();
+  r.cpu.iotape_cpu_s = cpu.process_cpu_ns() / 1e9;
+  if (const auto ios_after = completed_device_ios(review.target());
+      ios_before && ios_after && *ios_after > *ios_before) {
+    r.cpu.device_ios = *ios_after - *ios_before;
+    r.cpu.iotape_cpu_us_per_io = cpu.process_cpu_ns() / 1e3 / static_cast<double>(*ios_after - *ios_before);
+  }
+  if (measure_wa) {
+    const auto after = host_and_media_bytes_written(wa);
+    const double host = after.first - wa_before.first, media = after.second - wa_before.second;
+    r.write_amplification = analysis::ReviewWriteAmplification{host, media, host > 0 ? media / host : 0.0};
+  }
+  return r;
+}
+
+// review.json and the page from every finished test, in suite order.
+void publish_review(const std::string& out_dir, analysis::ReviewDocument& doc) {
+  doc.tests.clear();
+  for (const auto& t : kTests) {
+    const std::string result = out_dir + "/tests/" + t.name + "/result.json";
+    if (fs::exists(result)) doc.tests.push_back(analysis::review_test_result_from_json(read_json(result)));
+  }
+  if (!doc.test("file-level")) doc.file_level = "not run: not among the tests run so far (--tests)";
+  else doc.file_level.reset();
+  write_json(out_dir + "/review.json", to_json(doc));
+  std::ofstream page(out_dir + "/review.html", std::ios::binary | std::ios::trunc);
+  page << analysis::review_html({doc}, review_page_tests());
+  if (!page) throw error_errno(out_dir + "/review.html", "cannot write", errno);
+}
+
+}  // namespace
 
 ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
                          const std::function<void(const ReviewProgress&)>& progress) {
@@ -916,29 +939,13 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
   Review review(o, stop);
   review.open();
   const auto plan = review_plan(o, review.target().size);
-  const WaSource wa = wa_source(review.target());
-  ordered_json doc;
-  doc["iotape_version"] = kVersion;
-  doc["options"] = options;
-  doc["drive"] = drive_identity(review.target(), o.label);
-  doc["write_amplification"] = wa.available ? ordered_json{{"available", true}}
-                                            : ordered_json{{"available", false}, {"reason", wa.reason}};
-
-  // review.json and the page from every finished test, in suite order.
-  auto publish = [&] {
-    ordered_json tests = ordered_json::object();
-    for (const auto& name : review_test_names()) {
-      const std::string result = o.out_dir + "/tests/" + name + "/result.json";
-      if (fs::exists(result)) tests[name] = read_json(result);
-    }
-    doc["tests"] = tests;
-    if (!tests.contains("file-level")) doc["file_level"] = "not run: not among the tests run so far (--tests)";
-    else doc.erase("file_level");
-    write_json(review_json, doc);
-    std::ofstream page(o.out_dir + "/review.html", std::ios::binary | std::ios::trunc);
-    page << analysis::review_html({doc});
-    if (!page) throw error_errno(o.out_dir + "/review.html", "cannot write", errno);
-  };
+  const WriteAmplificationSource wa = write_amplification_source(review.target());
+  analysis::ReviewDocument doc;
+  doc.iotape_version = kVersion;
+  doc.options = review_suite_options(o);
+  doc.drive = describe_drive(review.target(), o.label);
+  doc.write_amplification = {wa.available, wa.available ? std::string() : wa.reason};
+  auto publish = [&] { publish_review(o.out_dir, doc); };
 
   ReviewOutcome out;
   double remaining = 0;
@@ -971,39 +978,15 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
     report(i, false, false);
     fs::remove_all(dir);
     fs::create_directories(dir);
-    const bool measure_wa = wa.available && info(t.name).writes;
-    std::pair<double, double> wa_before;
-    if (measure_wa) wa_before = written(wa);
-    const auto ios_before = device_ios(review.target());
-    const replay::CpuLoad cpu;
-    const int64_t t0 = replay::monotonic_ns();
-    ordered_json result;
+    std::optional<analysis::ReviewTestResult> result;
     try {
-      result = review.run(t.name, dir);
+      result = measure_test(review, info(t.name), dir, wa);
     } catch (const Interrupted&) {
       fs::remove_all(dir);
       out.interrupted = true;
       break;
     }
-    ordered_json head;
-    head["test"] = t.name;
-    head["title"] = t.title;
-    head["duration_s"] = (replay::monotonic_ns() - t0) / 1e9;
-    ordered_json load = {{"host_busy_pct", 100 * cpu.host_busy()},
-                         {"iotape_cpu_s", cpu.process_cpu_ns() / 1e9}};
-    if (const auto ios_after = device_ios(review.target()); ios_before && ios_after && *ios_after > *ios_before) {
-      load["device_ios"] = *ios_after - *ios_before;
-      load["iotape_cpu_us_per_io"] = cpu.process_cpu_ns() / 1e3 / static_cast<double>(*ios_after - *ios_before);
-    }
-    head["cpu"] = load;
-    if (measure_wa) {
-      const auto after = written(wa);
-      const double host = after.first - wa_before.first, media = after.second - wa_before.second;
-      head["write_amplification"] = {{"host_bytes", host}, {"media_bytes", media},
-                                     {"estimate", host > 0 ? media / host : 0.0}};
-    }
-    head.update(result);
-    write_json(dir + "/result.json", head);
+    write_json(dir + "/result.json", to_json(*result));
     remaining -= t.estimated_s;
     ++out.run;
     publish();

@@ -6,6 +6,7 @@
 //
 // Output directory layout:
 //   DIR/review.json            options, drive identity, iotape version, every test's figures
+//                              (analysis::ReviewDocument, analysis/review_document.h)
 //   DIR/review.html            the page (analysis/review_page.h), rewritten after every test
 //   DIR/tests/NAME/result.json one finished test's figures (its presence marks it done)
 //   DIR/tests/NAME/*.iot       its result traces
@@ -22,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/review_page.h"
 #include "workloads/file_level.h"
 
 namespace iotape::workloads {
@@ -55,6 +57,10 @@ std::vector<ReviewTest> review_plan(const ReviewOptions& o, uint64_t target_byte
 
 // The text of --dry-run: one line per test with its estimate, and the total.
 std::string describe_review_plan(const std::vector<ReviewTest>& plan, const ReviewOptions& o);
+
+// Every test's name and its section of the review page, in suite order: what
+// analysis::review_html() takes to show the suite's documents.
+std::vector<analysis::ReviewPageTest> review_page_tests();
 
 // The options as review.json records them (the ones that change results).
 nlohmann::ordered_json review_options_json(const ReviewOptions& o);
