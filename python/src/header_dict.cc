@@ -69,7 +69,8 @@ v1::Device device_from_dict(const py::dict& o) {
   return d;
 }
 
-py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index) {
+py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index,
+                        const std::map<std::string, std::string>& metadata) {
   py::dict o;
   o["format_version"] = h.format_version();
   o["creator"] = h.creator();
@@ -87,7 +88,7 @@ py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index) {
   for (const auto& d : devices) devs.append(device_to_dict(d));
   o["devices"] = devs;
   py::dict meta;
-  for (const auto& [k, v] : h.metadata()) meta[py::str(k)] = bytes_to_str(v);
+  for (const auto& [k, v] : metadata) meta[py::str(k)] = bytes_to_str(v);
   o["metadata"] = meta;
   o["trace_id"] = h.trace_id();
   o["part"] = h.part();

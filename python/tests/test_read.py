@@ -1,6 +1,7 @@
 """iotape.open() against `iotape cat --format csv`, field by field, on the
 imports of the real samples and a capture; damaged traces; columns, windows."""
 
+import json
 import os
 import re
 
@@ -74,6 +75,14 @@ def test_header(samples):
     for d in h["devices"]:
         assert d["name"] in info
     assert isinstance(h["metadata"], dict)
+
+
+def test_header_metadata_holds_the_keys_written_at_the_end(samples):
+    # An import writes its counts when it ends, after its chunks (several here).
+    h = iotape.open(samples["vscsi"]).header
+    info = json.loads(run_iotape("info", "--json", *samples["vscsi"]).stdout)
+    assert "import.records" in h["metadata"]
+    assert h["metadata"] == info["metadata"]
 
 
 def test_columns_and_window(samples):
