@@ -575,7 +575,7 @@ TEST_CASE("metadata set after the first chunk is read back with the header's, ro
     v1::TraceHeader h = test_header(3);
     (*h.mutable_metadata())["capture.backend"] = "ebpf";
     TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, opt);
-    for (size_t i = part * 150; i < part * 150 + 150; ++i) w.append(ios[i].io);
+    for (size_t i = part * 150u; i < part * 150u + 150; ++i) w.append(ios[i].io);
     w.set_metadata("capture.unmatched_completions", std::to_string(part + 1));  // the last part's total wins
     if (part == 0) w.set_metadata("capture.part0_only", "x");
     w.close();
