@@ -4,7 +4,10 @@
 // touched: targets (identity, safety), the plan pass (what would be replayed,
 // whether it fits, whether it writes). run_replay() then issues the IOs and
 // writes the result trace: per IO the replayed issue and completion times,
-// status and source index, in the format of any other trace.
+// status and source index, in the format of any other trace. Its steps:
+// the prefill, device times (device_times.h), the result writer
+// (result_writer.h) and the issue loop with its schedule decoder
+// (issue_loop.h).
 #pragma once
 
 #include <atomic>

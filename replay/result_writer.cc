@@ -1,0 +1,195 @@
+#include "replay/result_writer.h"
+
+#include <openssl/evp.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <memory>
+
+#include "replay/engine.h"
+#include "traces/error.h"
+#include "traces/version.h"
+
+namespace iotape::replay {
+namespace {
+
+constexpr int64_t kReorderNs = 20'000'000;  // device times: how far the device may reorder submissions
+
+v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, const std::string& source_sha256,
+                              const DeviceTimes* device, const std::string& user_times_reason) {
+  v1::TraceHeader h;
+  h.set_creator("iotape");
+  h.set_creator_version(kVersion);
+  h.set_source(v1::SOURCE_REPLAY);
+  h.set_source_detail(p.options.timing == Timing::kOriginal ? "replay:original" : "replay:afap");
+  utsname u{};
+  if (::uname(&u) == 0) {
+    h.set_host(u.nodename);
+    h.set_kernel(u.release);
+  }
+  h.set_clock(v1::CLOCK_DOMAIN_MONOTONIC);
+  timespec rt;
+  ::clock_gettime(CLOCK_REALTIME, &rt);
+  const int64_t now = monotonic_ns();
+  h.set_anchor_trace_ns(now);
+  h.set_anchor_unix_ns(rt.tv_sec * 1'000'000'000LL + rt.tv_nsec);
+  for (const auto& t : p.targets) *h.add_devices() = t.to_device();
+  auto& m = *h.mutable_metadata();
+  m["replay.source"] = fmt::format("{}", fmt::join(p.options.traces, " "));
+  m["replay.source_sha256"] = source_sha256;
+  m["replay.options"] = describe(p.options);
+  m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
+  m["replay.prefill"] = prefill_name(p.options.prefill);
+  m["replay.version"] = kVersion;
+  if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
+  if (device) {
+    m["replay.times"] = "device";
+    m["replay.times_devices"] = device->describe();
+  } else {
+    m["replay.times"] = "user";
+    if (!user_times_reason.empty()) m["replay.times_reason"] = user_times_reason;
+  }
+  // The source's phases, as they were: result IOs find theirs by source_index.
+  // A replay result's phases count the positions of its own source: not kept.
+  const std::string data = describe_data(p.options.data);
+  if (source.source() != v1::SOURCE_REPLAY)
+    for (const auto& phase : source.phases()) {
+      v1::Phase* copy = h.add_phases();
+      *copy = phase;
+      copy->set_data(data);
+    }
+  return h;
+}
+
+WriterOptions result_options() {
+  WriterOptions wo;
+  wo.chunk_ios = 8192;
+  wo.zstd_level = 1;
+  return wo;
+}
+
+// The result trace's record of a finished IO, on the replayer's clock: the
+// submission as issue (user times) or as queue time (for DeviceTimes to add
+// the device's issue and completion).
+Io result_io(const Slot& s, bool device_times) {
+  Io r;
+  r.issue_ns = s.issue_ns;
+  if (device_times) r.queue_ns = s.issue_ns;
+  r.complete_ns = s.complete_ns;
+  r.offset = s.io.offset;
+  r.length = s.io.length;
+  r.device = s.io.target;
+  r.op = s.io.op;
+  r.flags = s.io.flags;
+  r.status = s.status;
+  r.source_index = static_cast<int64_t>(s.io.source_index);
+  return r;
+}
+
+}  // namespace
+
+std::string sha256_files(const std::vector<std::string>& paths) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw error_errno(p, "cannot read", errno);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+ResultWriter::ResultWriter(const Prepared& p, const v1::TraceHeader& source, const std::string& source_sha256,
+                           DeviceTimes* device, const std::string& user_times_reason, Fidelity& fidelity)
+    : device_(device),
+      fidelity_(fidelity),
+      writer_(p.options.result, result_header(p, source, source_sha256, device, user_times_reason), result_options()),
+      thread_([this] { encode(); }) {}
+
+ResultWriter::~ResultWriter() {
+  queue_.close();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ResultWriter::set_start(int64_t start_ns) {
+  start_ = start_ns;
+  writer_.set_metadata("replay.start_ns", std::to_string(start_ns));
+}
+
+void ResultWriter::encode() {
+  try {
+    std::vector<Slot> batch;
+    std::vector<Io> results, held;
+    while (queue_.pop(batch)) {
+      results.clear();
+      for (const Slot& s : batch) results.push_back(result_io(s, device_ != nullptr));
+      if (device_) device_->join(results);
+      for (size_t i = 0; i < batch.size(); ++i)
+        fidelity_.add(batch[i].io, results[i], batch[i].issue_ns - start_, batch[i].ready_ns - start_, batch[i].qd);
+      if (!device_) {
+        for (const Io& r : results) writer_.append(r);
+        continue;
+      }
+      append(held, results);
+    }
+    for (const Io& r : held) writer_.append(r);
+  } catch (...) {
+    error_ = std::current_exception();
+    queue_.close();
+  }
+}
+
+// The device may issue IOs in another order than they were submitted: sort
+// them, and hold back the newest until the next batch, which may hold IOs
+// the device issued before them.
+void ResultWriter::append(std::vector<Io>& held, const std::vector<Io>& results) {
+  const auto by_issue = [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; };
+  held.insert(held.end(), results.begin(), results.end());
+  std::stable_sort(held.begin(), held.end(), by_issue);
+  const int64_t keep_from = held.back().issue_ns - kReorderNs;
+  const auto cut = std::find_if(held.begin(), held.end(), [&](const Io& r) { return r.issue_ns >= keep_from; });
+  for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
+  held.erase(held.begin(), cut);
+}
+
+void ResultWriter::finish() {
+  queue_.close();
+  thread_.join();
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ResultWriter::write_outcome(const Outcome& out, bool prefilled) {
+  writer_.set_metadata("replay.interrupted", out.interrupted ? "true" : "false");
+  writer_.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
+  writer_.set_metadata("replay.cpu_ns", std::to_string(out.cpu_ns));
+  writer_.set_metadata("replay.host_cpu_busy", fmt::format("{:.4f}", out.host_cpu_busy));
+  if (device_) {
+    writer_.set_metadata("replay.device_timed_ios", std::to_string(out.device.timed));
+    writer_.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));
+    writer_.set_metadata("replay.device_split_ios", std::to_string(out.device.split));
+    writer_.set_metadata("replay.device_merged_ios", std::to_string(out.device.merged));
+    writer_.set_metadata("replay.device_extra_requests", std::to_string(out.device.extra_requests));
+    writer_.set_metadata("replay.device_unclaimed_requests", std::to_string(out.device.unclaimed_requests));
+    writer_.set_metadata("replay.device_dropped_events", std::to_string(out.device.dropped));
+    writer_.set_metadata("replay.device_uncompleted_requests", std::to_string(out.device.uncompleted));
+  }
+  for (const auto& [k, v] : out.fidelity.metadata()) writer_.set_metadata(k, v);
+  if (prefilled) writer_.set_metadata("replay.prefilled_bytes", std::to_string(out.prefilled_bytes));
+  writer_.close();
+}
+
+}  // namespace iotape::replay

@@ -1,0 +1,74 @@
+// The result of a replay: its header, the thread that encodes the finished
+// IOs into it, and the metadata the replay ends with.
+//
+// Threads: the constructor writes the header and starts the writer thread,
+// which pops batches of finished IOs (issue_loop.h's Slot, in issue order)
+// from queue(), makes result IOs of them (with the device's times when a
+// DeviceTimes is given), adds them to the Fidelity and appends them to the
+// trace. Every other member is for the thread that constructed the object:
+// set_start() before the first batch is pushed, finish() after the last,
+// then write_outcome(). The destructor closes the queue and joins the
+// thread; it never throws (a result not closed by write_outcome() is closed
+// as TraceWriter closes it).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "iotape/v1/trace.pb.h"
+#include "replay/batch_queue.h"
+#include "replay/device_times.h"
+#include "replay/fidelity.h"
+#include "replay/issue_loop.h"
+#include "replay/replayer.h"
+#include "traces/writer.h"
+
+namespace iotape::replay {
+
+// SHA-256 of the source files, in order: names the source in the result.
+// Throws TraceError when one cannot be read.
+std::string sha256_files(const std::vector<std::string>& paths);
+
+class ResultWriter {
+ public:
+  // Creates the result trace o.result with the header of a replay of `p`
+  // (`source`: the source trace's header; `device`: null when the result
+  // carries the replayer's times, `user_times_reason` then says why).
+  // REQUIRES: `device` (when given) and `fidelity` outlive this object.
+  ResultWriter(const Prepared& p, const v1::TraceHeader& source, const std::string& source_sha256,
+               DeviceTimes* device, const std::string& user_times_reason, Fidelity& fidelity);
+  ~ResultWriter();
+  ResultWriter(const ResultWriter&) = delete;
+  ResultWriter& operator=(const ResultWriter&) = delete;
+
+  // Where the issue loop pushes finished IOs. Closed by the writer thread
+  // when it fails: a push then returns false.
+  BatchQueue<Slot>& queue() { return queue_; }
+  // The replay's start (monotonic): fidelity counts from it; recorded as
+  // replay.start_ns. REQUIRES: no batch pushed yet.
+  void set_start(int64_t start_ns);
+  // Closes the queue and waits for the writer thread to encode what it
+  // holds; throws what the thread threw, if it did.
+  void finish();
+  // Records how the replay went (out: interrupted, duration, CPU, the
+  // device's counts when device times were taken, fidelity, prefilled bytes
+  // when `prefilled`) and closes the result. REQUIRES: finish() returned.
+  void write_outcome(const Outcome& out, bool prefilled);
+
+ private:
+  void encode();  // the writer thread's body
+  void append(std::vector<Io>& held, const std::vector<Io>& results);
+
+  DeviceTimes* device_;
+  Fidelity& fidelity_;
+  TraceWriter writer_;
+  BatchQueue<Slot> queue_{8};
+  int64_t start_ = 0;  // set before the first finished IO is handed over
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace iotape::replay
