@@ -173,9 +173,9 @@ uint32_t io_uring_owner(std::string_view comm) {
   return owner;
 }
 
-class BlktraceBackend final : public Backend, private blk::IoOutput {
+class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
  public:
-  explicit BlktraceBackend(const BackendOptions& o) : opt_(o) {
+  explicit BlktraceBackend(const observer::BackendOptions& o) : opt_(o) {
     ensure_tracefs();
     const std::string tracer = read_file(kTracefs + "/current_tracer");
     if (tracer != "nop")
@@ -225,10 +225,10 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     return opt_.issue_complete_only ? "blktrace:ftrace-raw:issue,complete" : "blktrace:ftrace-raw";
   }
 
-  void poll(int timeout_ms, const IoSink& sink) override {
+  void poll(int timeout_ms, const observer::IoSink& sink) override {
     // Every wakeup costs: reading at most every kReadInterval lets the
     // events of that long come in one batch of pages.
-    if (const int64_t since = boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
+    if (const int64_t since = observer::boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
       const timespec pause{0, kReadIntervalNs - since};
       if (::nanosleep(&pause, nullptr) != 0) return;  // a signal
     }
@@ -236,9 +236,9 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     for (const auto& c : cpus_) fds.push_back({c->fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // a signal
     sink_ = &sink;
-    last_read_ = boottime_ns();
+    last_read_ = observer::boottime_ns();
     read_and_merge(false);
-    if (const int64_t now = boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
+    if (const int64_t now = observer::boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
       // Events waiting to be merged point into the cache: clear it only without them.
       const bool waiting = std::any_of(cpus_.begin(), cpus_.end(), [](const auto& c) { return !c->events.empty(); });
       if (threads_.size() > kMaxThreads && !waiting) threads_.clear();
@@ -251,7 +251,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
 
   // Every IO still to come is a request the assembler holds, or its first
   // event is not merged yet: stamped after what read_and_merge passed on.
-  int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
+  int64_t oldest_outstanding_ns(int64_t floor_ns, const observer::IoSink& sink) override {
     sink_ = &sink;
     const int64_t merged = read_and_merge(false);
     sink_ = nullptr;
@@ -261,7 +261,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
 
   uint64_t dropped() override { return overruns() - overrun_base_; }
 
-  void finish(const IoSink& sink) override {
+  void finish(const observer::IoSink& sink) override {
     sink_ = &sink;
     read_and_merge(true);
     uncompleted_ += assembler_.write_outstanding(INT64_MAX);
@@ -289,9 +289,9 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   // those stamped kStampSlackNs before the reads began.
   // Returns the time before which every event has been passed on.
   int64_t read_and_merge(bool all) {
-    const int64_t read_start = boottime_ns();
+    const int64_t read_start = observer::boottime_ns();
     for (auto& c : cpus_) read_pages(*c);
-    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - kStampSlackNs, 0));
+    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - observer::kStampSlackNs, 0));
     for (;;) {
       CpuStream* first = nullptr;
       for (auto& c : cpus_)
@@ -478,7 +478,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
     return total;
   }
 
-  BackendOptions opt_;
+  observer::BackendOptions opt_;
   std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
   std::vector<std::unique_ptr<Setting>> settings_;
   std::unique_ptr<TgidRecording> tgids_;
@@ -488,7 +488,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
   std::string record_;
   ImportReport report_;
   blk::BlockIoAssembler assembler_{*this, report_};
-  const IoSink* sink_ = nullptr;
+  const observer::IoSink* sink_ = nullptr;
   struct CachedThread {
     Thread thread;
     uint64_t generation = 0;
@@ -503,7 +503,7 @@ class BlktraceBackend final : public Backend, private blk::IoOutput {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_blktrace_backend(const BackendOptions& options) {
+std::unique_ptr<observer::Backend> make_blktrace_backend(const observer::BackendOptions& options) {
   return std::make_unique<BlktraceBackend>(options);
 }
 

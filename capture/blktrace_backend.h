@@ -8,13 +8,13 @@
 
 #include <memory>
 
-#include "capture/backend.h"
+#include "observer/backend.h"
 
 namespace iotape::capture {
 
 // Sets the tracer up for `options`' devices; throws std::runtime_error with
 // the reason when it cannot (tracefs missing, tracer busy). The back end is
 // used from one thread.
-std::unique_ptr<Backend> make_blktrace_backend(const BackendOptions& options);
+std::unique_ptr<observer::Backend> make_blktrace_backend(const observer::BackendOptions& options);
 
 }  // namespace iotape::capture

@@ -55,7 +55,7 @@ void IssueOrder::seal() {
   open_.reserve(size);  // polls are alike: the next one fits without regrowing
 }
 
-void IssueOrder::release(int64_t before_ns, const IoSink& emit, bool drain) {
+void IssueOrder::release(int64_t before_ns, const observer::IoSink& emit, bool drain) {
   seal();
   const int64_t cutoff = drain ? std::numeric_limits<int64_t>::max() : before_ns;
   while (!runs_.empty()) {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "capture/backend.h"
+#include "observer/backend.h"
 #include "traces/name_interner.h"
 
 namespace iotape::capture {
@@ -28,7 +28,7 @@ class IssueOrder {
   void seal();             // ends the current run: call after each poll
   // Emits, in issue order, the IOs issued before `before_ns` (all of them
   // with drain).
-  void release(int64_t before_ns, const IoSink& emit, bool drain = false);
+  void release(int64_t before_ns, const observer::IoSink& emit, bool drain = false);
   size_t held() const { return held_; }
   // The earliest completion time among the held IOs; kNoTime when none has
   // one. Reads every held IO.

@@ -42,10 +42,10 @@ std::string random_id() {
   return s;
 }
 
-std::vector<BlockDevice> select_devices(const std::vector<std::string>& specs, std::vector<std::string>& notes) {
-  std::vector<BlockDevice> out;
+std::vector<observer::BlockDevice> select_devices(const std::vector<std::string>& specs, std::vector<std::string>& notes) {
+  std::vector<observer::BlockDevice> out;
   if (specs.empty()) {
-    for (auto& d : all_disks()) {
+    for (auto& d : observer::all_disks()) {
       if (d.request_based)
         out.push_back(std::move(d));
       else
@@ -55,7 +55,7 @@ std::vector<BlockDevice> select_devices(const std::vector<std::string>& specs, s
     return out;
   }
   for (const auto& spec : specs) {
-    BlockDevice d = resolve_device(spec);
+    observer::BlockDevice d = observer::resolve_device(spec);
     if (!d.request_based)
       throw DeviceRefused(spec + " (" + d.name +
                                ") is a bio-based device (e.g. zram, device-mapper): it has no request queue, "
@@ -67,7 +67,7 @@ std::vector<BlockDevice> select_devices(const std::vector<std::string>& specs, s
   return out;
 }
 
-v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevice>& devices, const Backend& b) {
+v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices, const observer::Backend& b) {
   v1::TraceHeader h;
   h.set_source(b.source());
   h.set_source_detail(b.detail());
@@ -104,15 +104,15 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<BlockDevic
 
 RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
   std::vector<std::string> notes;
-  const std::vector<BlockDevice> devices = select_devices(o.devices, notes);
+  const std::vector<observer::BlockDevice> devices = select_devices(o.devices, notes);
   if (o.issue_complete_only && o.backend != "blktrace")
     throw UsageError("--blk-events issue-complete: a choice of the blktrace back end");
   if (o.issue_complete_only && (o.pid || !o.comm.empty()))
     throw UsageError("--blk-events issue-complete: issue and completion events carry no submitter, so --pid and --comm cannot filter them");
-  BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
+  observer::BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   bo.issue_complete_only = o.issue_complete_only;
-  std::unique_ptr<Backend> backend =
-      o.backend == "blktrace" ? make_blktrace_backend(bo) : make_ebpf_backend(bo);
+  std::unique_ptr<observer::Backend> backend =
+      o.backend == "blktrace" ? make_blktrace_backend(bo) : observer::make_ebpf_backend(bo);
   TraceOutput out(o.output, make_header(o, devices, *backend));
 
   std::string names;
@@ -131,19 +131,19 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   int64_t due = kNever;
   int64_t outstanding = std::numeric_limits<int64_t>::min();  // the back end's last bound
   IssueOrder order(o.reorder_max_ios);
-  const IoSink sink = [&](const Io& io) {
+  const observer::IoSink sink = [&](const Io& io) {
     order.add(io);
     ++seen;
     bytes += io.length;
     if (io.has_complete()) due = std::min(due, io.complete_ns + interval);
   };
-  const IoSink write = [&](const Io& io) { out.append(io); };
-  const int64_t start = boottime_ns();
+  const observer::IoSink write = [&](const Io& io) { out.append(io); };
+  const int64_t start = observer::boottime_ns();
   int64_t last_progress = start;
   try {
     for (int64_t now = start;;) {
       backend->poll(flushing ? poll_ms(due - now) : kPollMs, sink);
-      now = boottime_ns();
+      now = observer::boottime_ns();
       if (flushing && now > due) {
         outstanding = backend->oldest_outstanding_ns(now - interval, sink);
         order.release(outstanding, write);

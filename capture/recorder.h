@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/backend.h"
+#include "observer/backend.h"
 #include "capture/trace_output.h"
 
 namespace iotape::capture {
@@ -40,7 +40,7 @@ struct RecordOptions {
   uint32_t pid = 0;
   std::string comm;
   uint64_t buffer_bytes = 0;
-  bool issue_complete_only = false;  // blktrace back end: D and C events only (see BackendOptions)
+  bool issue_complete_only = false;  // blktrace back end: D and C events only (see observer::BackendOptions)
   // IOs held for issue order at most; beyond it the oldest are written early.
   size_t reorder_max_ios = size_t{1} << 20;
 };

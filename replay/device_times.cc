@@ -18,7 +18,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "capture/backend.h"
+#include "observer/backend.h"
 
 namespace iotape::replay {
 namespace {
@@ -113,10 +113,10 @@ struct Piece {
 
 struct DeviceTimes::State {
   const std::vector<Target>& targets;
-  std::vector<capture::BlockDevice> devices;
+  std::vector<observer::BlockDevice> devices;
   std::vector<uint32_t> device_of;            // by target: index into devices
   std::vector<std::vector<Extent>> extents;   // by target, sorted by logical offset
-  std::unique_ptr<capture::Backend> backend;
+  std::unique_ptr<observer::Backend> backend;
   int64_t offset = 0;  // boottime - monotonic
   uint32_t pid = 0;
   // By device: ranged requests by start byte; requests without a range.
@@ -310,9 +310,9 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
     if (!t.direct) throw std::runtime_error(t.path + " is not opened with O_DIRECT: the page cache serves its IOs");
     if (!t.block && t.dev_major == 0)
       throw std::runtime_error(t.path + ": its filesystem is on no block device");
-    capture::BlockDevice disk;
+    observer::BlockDevice disk;
     try {
-      disk = capture::resolve_device(fmt::format("{}:{}", t.dev_major, t.dev_minor));
+      disk = observer::resolve_device(fmt::format("{}:{}", t.dev_major, t.dev_minor));
     } catch (const std::exception&) {
       throw std::runtime_error(fmt::format("{}: its device {}:{} is not a block device", t.path, t.dev_major,
                                            t.dev_minor));
@@ -329,11 +329,11 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
     if (!t.block) require_written(t, s.extents.back());
   }
   s.pid = static_cast<uint32_t>(::getpid());
-  capture::BackendOptions bo;
+  observer::BackendOptions bo;
   bo.devices = s.devices;
   bo.pid = s.pid;
   bo.keep_anonymous = true;
-  s.backend = capture::make_ebpf_backend(bo);
+  s.backend = observer::make_ebpf_backend(bo);
   s.ranged.resize(s.devices.size());
   s.rangeless.resize(s.devices.size());
   s.longest.resize(s.devices.size());
@@ -344,7 +344,7 @@ DeviceTimes::~DeviceTimes() = default;
 
 void DeviceTimes::join(std::vector<Io>& ios) {
   State& s = *s_;
-  const capture::IoSink sink = [&s](const Io& r) { s.add(r); };
+  const observer::IoSink sink = [&s](const Io& r) { s.add(r); };
   s.backend->poll(0, sink);
   if (ios.empty()) return;
   const int64_t last_submit = ios.back().queue_ns;

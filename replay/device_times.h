@@ -2,7 +2,7 @@
 // a recording measures them.
 //
 // Watches the devices under the targets with the eBPF programs of
-// `iotape record` (capture/backend.h), filtered to this process (its io_uring
+// `iotape record` (observer/backend.h), filtered to this process (its io_uring
 // workers are threads of it) plus the requests the kernel makes without a
 // submitter (flushes), and joins each request to the replayed IOs it served:
 // - by device and byte range (reads, writes, discards, write-zeroes): a
@@ -50,7 +50,7 @@ struct DeviceTimesStats {
   uint64_t unclaimed_requests = 0; // requests of this process no IO claimed
   uint64_t dropped = 0;            // events the observer lost (its buffer full)
   uint64_t uncompleted = 0;        // requests whose completion the kernel never handed to the
-                                   // observer's programs (capture/iotrace.bpf.c): their IOs are untimed
+                                   // observer's programs (observer/iotrace.bpf.c): their IOs are untimed
 };
 
 class DeviceTimes {

@@ -29,11 +29,6 @@ ALLOWED = {
     "cli": {"capture", "replay", "analysis", "workloads", "convert", "blockevents", "observer", "stats", "units", "format", "proto"},
 }
 
-# The block-layer observer lives in capture/ (record captures through it,
-# replay times its own IOs with it); these files are it.
-OBSERVER_FILES = {"backend.h", "devices.h", "devices.cc", "ebpf_backend.cc", "iotrace.h", "iotrace.bpf.c",
-                  "iotrace.skel.h"}
-
 LIBRARIES = {
     "iotape_proto": "proto", "iotape_format": "format", "iotape_blockevents": "blockevents",
     "iotape_convert": "convert", "iotape_units": "units",
@@ -50,8 +45,6 @@ def module_of(path: str):
         if len(parts) > 2 and parts[1] == "blk":
             return "blockevents"
         return "convert" if len(parts) > 2 and parts[1] in ("import", "export") else "format"
-    if parts[0] == "capture":
-        return "observer" if parts[-1] in OBSERVER_FILES else "capture"
     if parts[0] in ALLOWED:
         return parts[0]
     return None

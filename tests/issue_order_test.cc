@@ -98,7 +98,7 @@ void check_against_model(const std::vector<std::vector<Io>>& polls, int64_t wind
   capture::IssueOrder order(max_ios);
   ModelOrder model(max_ios);
   Emitted got, want;
-  const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
+  const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
   size_t total = 0;
   for (const auto& poll : polls) {
     for (const Io& io : poll) {
@@ -149,7 +149,7 @@ TEST_CASE("IssueOrder, drained at the end, emits a stable sort of every IO by is
                                         latency, rng);
     capture::IssueOrder order(SIZE_MAX);
     Emitted got, want;
-    const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
+    const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
     std::vector<Io> all;
     for (const auto& poll : polls) {
       for (const Io& io : poll) order.add(io);
@@ -203,7 +203,7 @@ TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothi
     const int64_t cap = uniform(rng, 20'000'000, 200'000'000);
     capture::IssueOrder order(SIZE_MAX);
     std::vector<Io> got;
-    const capture::IoSink emit = [&](const Io& io) { got.push_back(io); };
+    const observer::IoSink emit = [&](const Io& io) { got.push_back(io); };
     std::vector<Io> all;
     for (size_t p = 0; p < polls.size(); ++p) {
       for (const Io& io : polls[p]) order.add(io);
@@ -233,7 +233,7 @@ TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothi
 
 TEST_CASE("IssueOrder's earliest completion covers every held IO, the open run too", "[issue_order]") {
   capture::IssueOrder order(SIZE_MAX);
-  const capture::IoSink ignore = [](const Io&) {};
+  const observer::IoSink ignore = [](const Io&) {};
   CHECK(order.earliest_completion() == kNoTime);
   auto add = [&](int64_t issue, int64_t complete) {
     Io io;
@@ -258,7 +258,7 @@ TEST_CASE("IssueOrder's earliest completion covers every held IO, the open run t
 TEST_CASE("IssueOrder keeps process names after the caller's buffer changes", "[issue_order]") {
   capture::IssueOrder order(SIZE_MAX);
   std::vector<std::string> got;
-  const capture::IoSink emit = [&](const Io& io) { got.emplace_back(io.comm); };
+  const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.comm); };
   char event[16];  // reused for every IO, as a capture's event buffer is
   const char* names[] = {"fio", "fio", "kworker/0:1H", "", "fio", "fi", "fio2", "fio2", "fio"};
   int64_t t = 0;
@@ -296,7 +296,7 @@ TEST_CASE("IssueOrder CPU time per IO", "[.bench]") {
   for (int rep = 0; rep < 5; ++rep) {
     capture::IssueOrder order(size_t{1} << 20);
     int64_t sum = 0;
-    const capture::IoSink emit = [&](const Io& io) { sum += io.issue_ns; };
+    const observer::IoSink emit = [&](const Io& io) { sum += io.issue_ns; };
     timespec t0, t1;
     rusage r0, r1;
     getrusage(RUSAGE_THREAD, &r0);

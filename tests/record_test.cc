@@ -505,7 +505,7 @@ DurableStates record_durable_states(const std::string& backend, const std::strin
   capture::RecordCallbacks cb;
   cb.note = [&](const std::string& note) { started = started || note.starts_with("recording"); };
   cb.durable = [&](const std::string& file, uint64_t bytes) {
-    out.states.push_back({capture::boottime_ns(), bytes, read_file(file)});
+    out.states.push_back({observer::boottime_ns(), bytes, read_file(file)});
   };
   capture::RecordResult result;
   std::string error;
@@ -576,7 +576,7 @@ int64_t check_durable_states(const DurableStates& c, const std::vector<FioComple
 TEST_CASE("IssueOrder releases completed IOs in issue order before the cutoff", "[record]") {
   capture::IssueOrder order(1000);
   std::vector<int64_t> out;
-  const capture::IoSink emit = [&](const Io& io) { out.push_back(io.issue_ns); };
+  const observer::IoSink emit = [&](const Io& io) { out.push_back(io.issue_ns); };
   auto add = [&](std::initializer_list<int64_t> issues) {
     for (int64_t t : issues) {
       Io io;
@@ -986,7 +986,7 @@ TEST_CASE("SIGKILL loses at most the IOs of the last flush interval plus 0.1 s",
     std::this_thread::sleep_until(fio_start + std::chrono::duration<double>(k.at_s));
     reset.armed = k.backend == "blktrace";
     reset.recorder = rec.process().pid();
-    const int64_t killed_at = capture::boottime_ns();
+    const int64_t killed_at = observer::boottime_ns();
     CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(fio.wait() == 0);
     ReadStatus status;
@@ -1115,12 +1115,12 @@ TEST_CASE("a stuck request is written late and holds back no other IO", "[record
           if (frozen) run("fsfreeze -u " + path);
         }
       } thaw{mnt};
-      const int64_t frozen_at = capture::boottime_ns();
+      const int64_t frozen_at = observer::boottime_ns();
       std::this_thread::sleep_for(std::chrono::milliseconds(3000));
       REQUIRE(dd.running());  // still stuck
       thaw.now();
       REQUIRE(dd.wait() == 0);
-      stuck_for = capture::boottime_ns() - frozen_at;
+      stuck_for = observer::boottime_ns() - frozen_at;
       REQUIRE(fio.wait() == 0);
     });
     INFO(read_file(dir.file("dd.log")));
@@ -1218,7 +1218,7 @@ QuietStat quiet_stat(const LoopDevice& loop) {
   for (int t = 0; t < 100; ++t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const BlockStat now = block_stat(loop.name());
-    const int64_t at = capture::boottime_ns(), monotonic_at = monotonic_ns();
+    const int64_t at = observer::boottime_ns(), monotonic_at = monotonic_ns();
     if (now.in_flight == 0 && std::memcmp(&now, &last, sizeof now) == 0) return {now, at, monotonic_at};
     last = now;
   }

@@ -738,7 +738,7 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   const auto& early = rr.header().metadata();
   const auto meta = [&](const std::string& key) { return std::stoull(late.count(key) ? late.at(key) : early.at(key)); };
   // The kernel does not hand every completion to BPF programs (about one in
-  // 10,000 to 100,000 on a loop device; capture/iotrace.bpf.c): an IO whose
+  // 10,000 to 100,000 on a loop device; observer/iotrace.bpf.c): an IO whose
   // request's completion was not seen is untimed, and only then.
   const uint64_t untimed = meta("replay.device_untimed_ios"), uncompleted = meta("replay.device_uncompleted_requests");
   INFO("untimed IOs " << untimed << ", requests whose completion the kernel did not deliver " << uncompleted);

@@ -1,5 +1,6 @@
-#include "capture/backend.h"
+// The capture library defining what the observer's header declares.
+#include "observer/backend.h"
 
-namespace iotape::capture {
+namespace iotape::observer {
 int make_tracer_backend(int options) { return options; }
-}  // namespace iotape::capture
+}  // namespace iotape::observer

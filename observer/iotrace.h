@@ -1,8 +1,8 @@
 /* The record iotrace.bpf.c sends to user space for every completed request,
  * and the configuration user space writes before loading it.
  * Shared by the BPF program (C) and the loader (C++): plain fixed-size types. */
-#ifndef IOTAPE_CAPTURE_IOTRACE_H
-#define IOTAPE_CAPTURE_IOTRACE_H
+#ifndef IOTAPE_OBSERVER_IOTRACE_H
+#define IOTAPE_OBSERVER_IOTRACE_H
 
 #define IOTRACE_COMM_LEN 16
 #define IOTRACE_MAX_DEVICES 256

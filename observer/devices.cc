@@ -1,4 +1,4 @@
-#include "capture/devices.h"
+#include "observer/devices.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,7 +11,7 @@
 #include "traces/block_device.h"
 #include "traces/error.h"
 
-namespace iotape::capture {
+namespace iotape::observer {
 namespace fs = std::filesystem;
 namespace {
 
@@ -66,4 +66,4 @@ BlockDevice resolve_device(const std::string& spec) {
   return from_sysfs(whole_disk_dir(dir).filename().string());
 }
 
-}  // namespace iotape::capture
+}  // namespace iotape::observer

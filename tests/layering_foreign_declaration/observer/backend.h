@@ -2,6 +2,6 @@
 // defines: check_layers.py must reject it.
 #pragma once
 
-namespace iotape::capture {
+namespace iotape::observer {
 int make_tracer_backend(int options);
 }

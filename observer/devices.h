@@ -9,7 +9,7 @@
 
 #include "iotape/v1/trace.pb.h"
 
-namespace iotape::capture {
+namespace iotape::observer {
 
 struct BlockDevice {
   std::string name;        // "loop0", "nvme0n1": the entry in /sys/block
@@ -29,4 +29,4 @@ std::vector<BlockDevice> all_disks();
 // std::runtime_error naming the argument when it is not a block device.
 BlockDevice resolve_device(const std::string& spec);
 
-}  // namespace iotape::capture
+}  // namespace iotape::observer

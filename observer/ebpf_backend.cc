@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "capture/backend.h"
+#include "observer/backend.h"
 #include "traces/error.h"
-#include "capture/iotrace.h"
-#include "capture/iotrace.skel.h"
+#include "observer/iotrace.h"
+#include "observer/iotrace.skel.h"
 
-namespace iotape::capture {
+namespace iotape::observer {
 namespace {
 
 constexpr uint64_t kDefaultBuffer = 16u << 20;
@@ -410,4 +410,4 @@ std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options) {
   return std::make_unique<EbpfBackend>(options);
 }
 
-}  // namespace iotape::capture
+}  // namespace iotape::observer

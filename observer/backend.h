@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "capture/devices.h"
+#include "observer/devices.h"
 #include "iotape/v1/trace.pb.h"
 #include "traces/io.h"
 
-namespace iotape::capture {
+namespace iotape::observer {
 
 struct BackendOptions {
   std::vector<BlockDevice> devices;  // IOs carry the index into this list
@@ -85,4 +85,4 @@ inline int64_t boottime_ns() {
 // t - kStampSlackNs.
 inline constexpr int64_t kStampSlackNs = 1'000'000;
 
-}  // namespace iotape::capture
+}  // namespace iotape::observer
