@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "capture/blktrace_backend.h"
+#include "host/clocks.h"
 #include "traces/blk/block_io_assembler.h"
 #include "traces/blk/record_decoder.h"
 #include "traces/blktrace_layout.h"
@@ -228,7 +229,7 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
   void poll(int timeout_ms, const observer::IoSink& sink) override {
     // Every wakeup costs: reading at most every kReadInterval lets the
     // events of that long come in one batch of pages.
-    if (const int64_t since = observer::boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
+    if (const int64_t since = host::boottime_ns() - last_read_; timeout_ms > 0 && since < kReadIntervalNs) {
       const timespec pause{0, kReadIntervalNs - since};
       if (::nanosleep(&pause, nullptr) != 0) return;  // a signal
     }
@@ -236,9 +237,9 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
     for (const auto& c : cpus_) fds.push_back({c->fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // a signal
     sink_ = &sink;
-    last_read_ = observer::boottime_ns();
+    last_read_ = host::boottime_ns();
     read_and_merge(false);
-    if (const int64_t now = observer::boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
+    if (const int64_t now = host::boottime_ns(); now - last_expiry_ > kThreadCacheNs) {
       // Events waiting to be merged point into the cache: clear it only without them.
       const bool waiting = std::any_of(cpus_.begin(), cpus_.end(), [](const auto& c) { return !c->events.empty(); });
       if (threads_.size() > kMaxThreads && !waiting) threads_.clear();
@@ -289,7 +290,7 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
   // those stamped kStampSlackNs before the reads began.
   // Returns the time before which every event has been passed on.
   int64_t read_and_merge(bool all) {
-    const int64_t read_start = observer::boottime_ns();
+    const int64_t read_start = host::boottime_ns();
     for (auto& c : cpus_) read_pages(*c);
     const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - observer::kStampSlackNs, 0));
     for (;;) {

@@ -13,7 +13,8 @@
 
 #include "capture/blktrace_backend.h"
 #include "capture/issue_order.h"
-#include "traces/cpu_idle.h"
+#include "host/clocks.h"
+#include "host/cpu_idle.h"
 #include "traces/error.h"
 
 namespace iotape::capture {
@@ -88,7 +89,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   h.set_trace_id(random_id());
   auto& m = *h.mutable_metadata();
   m["capture.backend"] = o.backend;
-  if (const std::string idle = describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
+  if (const std::string idle = host::describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
   m["capture.zstd_level"] = std::to_string(o.output.writer.zstd_level);
@@ -138,12 +139,12 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     if (io.has_complete()) due = std::min(due, io.complete_ns + interval);
   };
   const observer::IoSink write = [&](const Io& io) { out.append(io); };
-  const int64_t start = observer::boottime_ns();
+  const int64_t start = host::boottime_ns();
   int64_t last_progress = start;
   try {
     for (int64_t now = start;;) {
       backend->poll(flushing ? poll_ms(due - now) : kPollMs, sink);
-      now = observer::boottime_ns();
+      now = host::boottime_ns();
       if (flushing && now > due) {
         outstanding = backend->oldest_outstanding_ns(now - interval, sink);
         order.release(outstanding, write);

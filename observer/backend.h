@@ -72,13 +72,6 @@ class Backend {
 // reason when the program cannot load or attach on this kernel.
 std::unique_ptr<Backend> make_ebpf_backend(const BackendOptions& options);
 
-// CLOCK_BOOTTIME now, the clock of every recorded timestamp.
-inline int64_t boottime_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // How long before it can be seen an event may carry its time: the kernel
 // reads the clock, then stores the entry or writes the event. A back end that
 // sees nothing in flight at time t vouches only for IOs issued before

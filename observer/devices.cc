@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "traces/block_device.h"
+#include "host/block_device.h"
 #include "traces/error.h"
 
 namespace iotape::observer {
@@ -19,16 +19,16 @@ BlockDevice from_sysfs(const std::string& name) {
   const fs::path dir = fs::path("/sys/block") / name;
   BlockDevice d;
   d.name = name;
-  const std::string dev = read_sysfs_attribute(dir / "dev");
+  const std::string dev = host::read_sysfs_attribute(dir / "dev");
   if (std::sscanf(dev.c_str(), "%u:%u", &d.major, &d.minor) != 2)
     throw InputError("cannot read " + (dir / "dev").string());
   d.request_based = fs::exists(dir / "mq");
   if (d.request_based) {
     for (const auto& q : fs::directory_iterator(dir / "mq")) {
       ++d.hw_queues;
-      d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(q.path() / "nr_tags"));
+      d.tags = std::max<uint64_t>(d.tags, host::read_sysfs_number(q.path() / "nr_tags"));
     }
-    d.tags = std::max<uint64_t>(d.tags, read_sysfs_number(dir / "queue" / "nr_requests"));
+    d.tags = std::max<uint64_t>(d.tags, host::read_sysfs_number(dir / "queue" / "nr_requests"));
   }
   return d;
 }
@@ -36,14 +36,14 @@ BlockDevice from_sysfs(const std::string& name) {
 }  // namespace
 
 v1::Device BlockDevice::describe() const {
-  return describe_block_device(fs::path("/sys/block") / name, major, minor);
+  return host::describe_block_device(fs::path("/sys/block") / name, major, minor);
 }
 
 std::vector<BlockDevice> all_disks() {
   std::vector<BlockDevice> out;
   for (const auto& e : fs::directory_iterator("/sys/block")) {
     const std::string name = e.path().filename().string();
-    if (read_sysfs_number(e.path() / "size") == 0) continue;  // unbound loop devices, empty drives
+    if (host::read_sysfs_number(e.path() / "size") == 0) continue;  // unbound loop devices, empty drives
     out.push_back(from_sysfs(name));
   }
   std::sort(out.begin(), out.end(), [](const BlockDevice& a, const BlockDevice& b) { return a.name < b.name; });
@@ -60,10 +60,10 @@ BlockDevice resolve_device(const std::string& spec) {
     maj = ::major(st.st_rdev);
     min = ::minor(st.st_rdev);
   }
-  const fs::path dir = block_device_dir(maj, min);
+  const fs::path dir = host::block_device_dir(maj, min);
   if (dir.empty())
     throw UsageError(spec + ": no block device " + std::to_string(maj) + ":" + std::to_string(min));
-  return from_sysfs(whole_disk_dir(dir).filename().string());
+  return from_sysfs(host::whole_disk_dir(dir).filename().string());
 }
 
 }  // namespace iotape::observer

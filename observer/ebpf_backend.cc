@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "host/clocks.h"
 #include "observer/backend.h"
 #include "traces/error.h"
 #include "observer/iotrace.h"
@@ -177,7 +178,7 @@ class EbpfBackend final : public Backend {
   // up to those positions then leaves only IOs open at the scan, or issued
   // after it began.
   int64_t oldest_outstanding_ns(int64_t floor_ns, const IoSink& sink) override {
-    int64_t oldest = boottime_ns() - kStampSlackNs;
+    int64_t oldest = host::boottime_ns() - kStampSlackNs;
     const bool whole = for_each_entry([&](const iotrace_inflight& e) {
       if (e.sent) return;  // passed on already, waiting only for its flush sequence's end
       // An entry's IO goes out with its issue time or, completed without

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "host/clocks.h"
 #include "replay/engine.h"
 
 namespace iotape::replay {
@@ -15,7 +16,7 @@ namespace iotape::replay {
 // A finished IO: what was issued, when, and how it ended.
 struct Finished {
   const ReplayIo& io;
-  int64_t issue_ns;  // monotonic_ns()
+  int64_t issue_ns;  // host::monotonic_ns()
   const Completion& completion;
 };
 

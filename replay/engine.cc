@@ -13,6 +13,7 @@
 #include <random>
 #include <utility>
 
+#include "host/clocks.h"
 #include "traces/error.h"
 
 namespace iotape::replay {
@@ -123,12 +124,6 @@ void fill(const Mapping& m, const DataPattern& d) {
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
-
-int64_t monotonic_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
 
 struct UringEngine::Impl {
   Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
@@ -312,7 +307,7 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
 }
 
 int64_t UringEngine::Impl::submit() {
-  const int64_t now = monotonic_ns();
+  const int64_t now = host::monotonic_ns();
   if (io_uring_sq_ready(ring_.get()) == 0) return now;  // get_sqe() already submitted them
   int r;
   do r = ring_.deferred() ? io_uring_submit_and_get_events(ring_.get()) : io_uring_submit(ring_.get());
@@ -344,7 +339,7 @@ void UringEngine::Impl::reap(std::vector<Completion>& out) {
   }
   io_uring_cq_advance(ring_.get(), seen);
   if (out.size() == first) return;
-  const int64_t now = monotonic_ns();
+  const int64_t now = host::monotonic_ns();
   for (size_t i = first; i < out.size(); ++i) out[i].complete_ns = now;
 }
 
@@ -352,7 +347,7 @@ void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
   if (!immediate_.empty()) return;
   io_uring* ring = ring_.get();
   io_uring_cqe* cqe;
-  int64_t now = monotonic_ns();
+  int64_t now = host::monotonic_ns();
   const int64_t poll_end = std::min(deadline_ns, now + poll_ns);
   while (now < poll_end) {
     if (ring_.deferred()) io_uring_get_events(ring);
@@ -365,7 +360,7 @@ void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
     // Measured on a tmpfs loop device, QD4 reads and writes with fsyncs:
     // replayed duration +16-26% of the recording's, against +23-64% without.
     sched_yield();
-    now = monotonic_ns();
+    now = host::monotonic_ns();
   }
   if (deadline_ns == INT64_MAX) {
     // Without a timer: arming and cancelling one costs a fast device's

@@ -21,13 +21,12 @@
 #include <memory>
 #include <vector>
 
+#include "host/clocks.h"
 #include "replay/options.h"
 #include "replay/schedule.h"
 #include "replay/target.h"
 
 namespace iotape::replay {
-
-int64_t monotonic_ns();
 
 // A finished IO as the engine reads it.
 struct Completion {
@@ -35,7 +34,7 @@ struct Completion {
   // 0: done in full; else a negative errno. A read or write that moved fewer
   // bytes than asked is -EIO: the rest of it was not done.
   int32_t status;
-  int64_t complete_ns;  // monotonic_ns() when reap() found it
+  int64_t complete_ns;  // host::monotonic_ns() when reap() found it
 };
 
 class UringEngine {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "host/clocks.h"
+
 namespace iotape::replay {
 namespace {
 
@@ -77,7 +79,7 @@ void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop) {
       out_.interrupted = true;
       have_next_ = false;
     }
-    const int64_t now = monotonic_ns();
+    const int64_t now = host::monotonic_ns();
     const Admitted a = admit(now);
     submit();
     report_progress(now);

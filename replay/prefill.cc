@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "host/clocks.h"
 #include "replay/closed_loop.h"
 #include "traces/error.h"
 
@@ -70,7 +71,7 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   // Nothing to write (a trace without reads): no ring, which would hold the
   // targets open a moment past the replay.
   if (prog.total_bytes == 0) return 0;
-  int64_t next_progress = monotonic_ns() + 1'000'000'000;
+  int64_t next_progress = host::monotonic_ns() + 1'000'000'000;
   ClosedLoop writes(targets, kWriteBytes, kInFlight, data, [&](const Finished& f) {
     if (f.completion.status < 0)
       throw error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.status);

@@ -9,13 +9,14 @@
 #include <memory>
 #include <optional>
 
+#include "host/clocks.h"
 #include "replay/cpu_load.h"
 #include "replay/device_times.h"
 #include "replay/engine.h"
 #include "replay/issue_loop.h"
 #include "replay/prefill.h"
 #include "replay/result_writer.h"
-#include "traces/cpu_idle.h"
+#include "host/cpu_idle.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 
@@ -54,7 +55,7 @@ Prepared prepare_replay(const ReplayOptions& o) {
     p.plan = make_plan(reader, p.targets, o);
     const auto& meta = reader.header().metadata();
     const auto recorded_idle = meta.find("host.cpu_idle");
-    p.cpu_idle = describe_cpu_idle();
+    p.cpu_idle = host::describe_cpu_idle();
     if (recorded_idle != meta.end() && recorded_idle->second != p.cpu_idle)
       p.warnings.push_back(fmt::format("the trace was recorded where idle CPUs were set as \"{}\", here as \"{}\": "
                                        "device latency at low queue depth is not comparable (README: Low queue "
@@ -266,13 +267,13 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   PreciseTimers precise;
   const CpuLoad cpu;
   // The schedule starts once everything is set up and the first IOs are decoded.
-  const int64_t start = monotonic_ns() + kStartLeadNs;
+  const int64_t start = host::monotonic_ns() + kStartLeadNs;
   result.set_start(start);
   loop.run(start, stop);
 
   // The replay lasted until its last completion; encoding what is left of the
   // result is not part of it.
-  out.duration_ns = monotonic_ns() - start;
+  out.duration_ns = host::monotonic_ns() - start;
   out.cpu_ns = cpu.process_cpu_ns();
   out.host_cpu_busy = cpu.host_busy();
   loop.hand_over_rest();

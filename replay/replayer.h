@@ -29,7 +29,7 @@ struct Prepared {
   std::vector<Target> targets;
   Plan plan;
   std::vector<std::string> warnings;  // safety problems overridden by --force, traces without completions, ...
-  std::string cpu_idle;               // how this host's idle CPUs wait (traces/cpu_idle.h), for the result
+  std::string cpu_idle;               // how this host's idle CPUs wait (host/cpu_idle.h), for the result
   // Damage the plan pass met in the source: the replay covers the IOs before
   // it. Damage is the caller's to report (the CLI exits 2 after the replay).
   ReadStatus source_status;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 
+#include "host/clocks.h"
 #include "replay/engine.h"
 #include "traces/error.h"
 #include "traces/version.h"
@@ -35,7 +36,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   h.set_clock(v1::CLOCK_DOMAIN_MONOTONIC);
   timespec rt;
   ::clock_gettime(CLOCK_REALTIME, &rt);
-  const int64_t now = monotonic_ns();
+  const int64_t now = host::monotonic_ns();
   h.set_anchor_trace_ns(now);
   h.set_anchor_unix_ns(rt.tv_sec * 1'000'000'000LL + rt.tv_nsec);
   for (const auto& t : p.targets) *h.add_devices() = t.to_device();

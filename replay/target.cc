@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "traces/block_device.h"
+#include "host/block_device.h"
 #include "traces/error.h"
 
 namespace iotape::replay {
@@ -52,16 +52,16 @@ namespace {
 // target's description looks further than the trace header's device table:
 // the MMC/SD name, the WWID, and a loop device's backing file.
 void read_identity(Target& t, const fs::path& dir) {
-  const v1::Device d = describe_block_device(dir, t.dev_major, t.dev_minor);
+  const v1::Device d = host::describe_block_device(dir, t.dev_major, t.dev_minor);
   t.name = d.name();
   t.model = d.model();
   t.serial = d.serial();
   t.rotational = d.rotational();
-  const fs::path disk = whole_disk_dir(dir);
-  if (t.model.empty()) t.model = read_sysfs_attribute(disk / "device/name");
-  if (t.serial.empty()) t.serial = read_sysfs_attribute(disk / "device/wwid");
+  const fs::path disk = host::whole_disk_dir(dir);
+  if (t.model.empty()) t.model = host::read_sysfs_attribute(disk / "device/name");
+  if (t.serial.empty()) t.serial = host::read_sysfs_attribute(disk / "device/wwid");
   if (t.model.empty() && t.name.rfind("loop", 0) == 0)
-    t.model = "loop:" + read_sysfs_attribute(dir / "loop/backing_file");
+    t.model = "loop:" + host::read_sysfs_attribute(dir / "loop/backing_file");
 }
 
 std::string dev_text(dev_t d) { return fmt::format("{}:{}", ::major(d), ::minor(d)); }
@@ -111,7 +111,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
     t.size = bytes;
     t.logical_block = static_cast<uint32_t>(lbs);
     t.physical_block = pbs;
-    if (const fs::path dir = block_device_dir(t.dev_major, t.dev_minor); !dir.empty()) read_identity(t, dir);
+    if (const fs::path dir = host::block_device_dir(t.dev_major, t.dev_minor); !dir.empty()) read_identity(t, dir);
   } else {
     t.dev_major = ::major(st.st_dev);
     t.dev_minor = ::minor(st.st_dev);
@@ -128,12 +128,12 @@ std::vector<std::string> safety_problems(const Target& t) {
   if (!t.block) return problems;
   // The device itself and its partitions, as "MAJ:MIN" -> name.
   std::vector<std::pair<std::string, std::string>> devs = {{fmt::format("{}:{}", t.dev_major, t.dev_minor), t.name}};
-  const fs::path dir = block_device_dir(t.dev_major, t.dev_minor);
+  const fs::path dir = host::block_device_dir(t.dev_major, t.dev_minor);
   std::error_code ec;
   if (!dir.empty()) {
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (fs::exists(e.path() / "partition"))
-        devs.emplace_back(read_sysfs_attribute(e.path() / "dev"), e.path().filename());
+        devs.emplace_back(host::read_sysfs_attribute(e.path() / "dev"), e.path().filename());
     for (const auto& [num, name] : devs) {
       const fs::path holders = (name == t.name ? dir : dir / name) / "holders";
       for (const auto& h : fs::directory_iterator(holders, ec))

@@ -15,22 +15,23 @@ import sys
 # Module -> the modules it may use. The order is the build's, bottom first.
 ALLOWED = {
     "proto": set(),
+    "host": {"proto"},
     "format": {"proto"},
     "blockevents": {"format", "proto"},
     "convert": {"blockevents", "format", "proto"},
     "units": {"format"},
     "stats": {"format"},
-    "observer": {"format", "proto"},
-    "capture": {"observer", "blockevents", "units", "format", "proto"},
-    "replay": {"observer", "stats", "units", "format", "proto"},
+    "observer": {"format", "proto", "host"},
+    "capture": {"observer", "blockevents", "units", "format", "proto", "host"},
+    "replay": {"observer", "stats", "units", "format", "proto", "host"},
     "analysis": {"stats", "units", "format", "proto"},
-    "workloads": {"analysis", "replay", "stats", "units", "format", "proto"},
+    "workloads": {"analysis", "replay", "stats", "units", "format", "proto", "host"},
     "python": {"format", "proto"},
-    "cli": {"capture", "replay", "analysis", "workloads", "convert", "blockevents", "observer", "stats", "units", "format", "proto"},
+    "cli": {"capture", "replay", "analysis", "workloads", "convert", "blockevents", "observer", "stats", "units", "format", "proto", "host"},
 }
 
 LIBRARIES = {
-    "iotape_proto": "proto", "iotape_format": "format", "iotape_blockevents": "blockevents",
+    "iotape_proto": "proto", "iotape_host": "host", "iotape_format": "format", "iotape_blockevents": "blockevents",
     "iotape_convert": "convert", "iotape_units": "units",
     "iotape_stats": "stats", "iotape_observer": "observer", "iotape_capture": "capture",
     "iotape_replay": "replay", "iotape_analysis": "analysis", "iotape_workloads": "workloads", "iotape_cli": "cli",

@@ -12,7 +12,7 @@
 
 #include "tests/test_support.h"
 #include "traces/chunk_codec.h"
-#include "traces/cpu_idle.h"
+#include "host/cpu_idle.h"
 #include "traces/error.h"
 #include "traces/frame.h"
 #include "traces/reader.h"
@@ -810,7 +810,7 @@ TEST_CASE("compress gives the bytes of a one-shot ZSTD_compress, call after call
 TEST_CASE("describe_cpu_idle: driver, governor, CPU 0's idle states and haltpoll's poll time from sysfs") {
   TempDir sys;
   const std::string idle = sys.path() + "/devices/system/cpu/cpuidle", cpu0 = sys.path() + "/devices/system/cpu/cpu0/cpuidle";
-  CHECK(describe_cpu_idle(sys.path()).empty());  // no cpuidle at all
+  CHECK(host::describe_cpu_idle(sys.path()).empty());  // no cpuidle at all
   std::filesystem::create_directories(idle);
   for (const char* state : {"state0", "state1", "state2"}) std::filesystem::create_directories(cpu0 + "/" + state);
   write_file(idle + "/current_driver", "intel_idle\n");
@@ -821,10 +821,10 @@ TEST_CASE("describe_cpu_idle: driver, governor, CPU 0's idle states and haltpoll
   write_file(cpu0 + "/state1/disable", "0\n");
   write_file(cpu0 + "/state2/name", "C6\n");
   write_file(cpu0 + "/state2/disable", "1\n");
-  CHECK(describe_cpu_idle(sys.path()) == "driver intel_idle, governor menu, states POLL + C1E + C6 (disabled)");
+  CHECK(host::describe_cpu_idle(sys.path()) == "driver intel_idle, governor menu, states POLL + C1E + C6 (disabled)");
   write_file(idle + "/current_governor", "haltpoll\n");
   std::filesystem::create_directories(sys.path() + "/module/haltpoll/parameters");
   write_file(sys.path() + "/module/haltpoll/parameters/guest_halt_poll_ns", "200000\n");
-  CHECK(describe_cpu_idle(sys.path()) ==
+  CHECK(host::describe_cpu_idle(sys.path()) ==
         "driver intel_idle, governor haltpoll, states POLL + C1E + C6 (disabled), guest_halt_poll_ns 200000");
 }

@@ -27,6 +27,7 @@
 
 #include "capture/issue_order.h"
 #include "capture/recorder.h"
+#include "host/clocks.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
 #include "traces/reader.h"
@@ -505,7 +506,7 @@ DurableStates record_durable_states(const std::string& backend, const std::strin
   capture::RecordCallbacks cb;
   cb.note = [&](const std::string& note) { started = started || note.starts_with("recording"); };
   cb.durable = [&](const std::string& file, uint64_t bytes) {
-    out.states.push_back({observer::boottime_ns(), bytes, read_file(file)});
+    out.states.push_back({host::boottime_ns(), bytes, read_file(file)});
   };
   capture::RecordResult result;
   std::string error;
@@ -986,7 +987,7 @@ TEST_CASE("SIGKILL loses at most the IOs of the last flush interval plus 0.1 s",
     std::this_thread::sleep_until(fio_start + std::chrono::duration<double>(k.at_s));
     reset.armed = k.backend == "blktrace";
     reset.recorder = rec.process().pid();
-    const int64_t killed_at = observer::boottime_ns();
+    const int64_t killed_at = host::boottime_ns();
     CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(fio.wait() == 0);
     ReadStatus status;
@@ -1115,12 +1116,12 @@ TEST_CASE("a stuck request is written late and holds back no other IO", "[record
           if (frozen) run("fsfreeze -u " + path);
         }
       } thaw{mnt};
-      const int64_t frozen_at = observer::boottime_ns();
+      const int64_t frozen_at = host::boottime_ns();
       std::this_thread::sleep_for(std::chrono::milliseconds(3000));
       REQUIRE(dd.running());  // still stuck
       thaw.now();
       REQUIRE(dd.wait() == 0);
-      stuck_for = observer::boottime_ns() - frozen_at;
+      stuck_for = host::boottime_ns() - frozen_at;
       REQUIRE(fio.wait() == 0);
     });
     INFO(read_file(dir.file("dd.log")));
@@ -1207,18 +1208,12 @@ struct QuietStat {
   int64_t monotonic_at_ns;  // the same moment on CLOCK_MONOTONIC, the blk tracer's clock here
 };
 
-int64_t monotonic_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 QuietStat quiet_stat(const LoopDevice& loop) {
   BlockStat last = block_stat(loop.name());
   for (int t = 0; t < 100; ++t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const BlockStat now = block_stat(loop.name());
-    const int64_t at = observer::boottime_ns(), monotonic_at = monotonic_ns();
+    const int64_t at = host::boottime_ns(), monotonic_at = host::monotonic_ns();
     if (now.in_flight == 0 && std::memcmp(&now, &last, sizeof now) == 0) return {now, at, monotonic_at};
     last = now;
   }

@@ -30,7 +30,7 @@
 #include "replay/schedule.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
-#include "traces/cpu_idle.h"
+#include "host/cpu_idle.h"
 #include "traces/reader.h"
 #include "traces/writer.h"
 #include "units/units.h"
@@ -581,7 +581,7 @@ TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a 
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
-  const std::string here = describe_cpu_idle();
+  const std::string here = host::describe_cpu_idle();
   if (!test::require(!here.empty(), "cpuidle in sysfs (/sys/devices/system/cpu/cpuidle)")) return;
   const std::string same = dir.file("same.iotape"), other = dir.file("other.iotape"), result = dir.file("r.iotape");
   const std::vector<Io> ios = {make_io(0, Op::kRead, 0, 4096)};

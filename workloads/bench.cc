@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "analysis/report.h"
+#include "host/clocks.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
 #include "traces/error.h"
@@ -252,9 +253,9 @@ SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& 
                                              int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
                                              const std::atomic<bool>* stop) {
   SteadyStateRun r;
-  const int64_t begin = replay::monotonic_ns();
+  const int64_t begin = host::monotonic_ns();
   auto writes = random_writes(span, seed);
-  while (!r.steady.reached && replay::monotonic_ns() - begin < max_ns && !(stop && *stop)) {
+  while (!r.steady.reached && host::monotonic_ns() - begin < max_ns && !(stop && *stop)) {
     r.iops_per_round.push_back(run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop).iops());
     if (r.iops_per_round.size() >= kSteadyRounds)
       r.steady = steady_state(std::span<const double>(r.iops_per_round).last(kSteadyRounds));

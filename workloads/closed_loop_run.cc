@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "host/clocks.h"
 #include "traces/error.h"
 
 namespace iotape::workloads {
@@ -36,7 +37,7 @@ v1::TraceHeader header(const replay::Target& t, const std::string& test, const s
 
 PhaseTrace::PhaseTrace(const std::string& path, const replay::Target& t, const std::string& test,
                        const std::string& phase, const std::string& label)
-    : path_(path), writer_(path, header(t, test, phase, label), writer_options()), start_(replay::monotonic_ns()) {}
+    : path_(path), writer_(path, header(t, test, phase, label), writer_options()), start_(host::monotonic_ns()) {}
 
 void PhaseTrace::add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t status) {
   Io out;
@@ -69,12 +70,12 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
     if (per_second.size() <= second) per_second.resize(second + 1, 0);
     ++per_second[second];
   });
-  start = replay::monotonic_ns();
+  start = host::monotonic_ns();
   const int64_t deadline = start + max_ns;
   replay::ReplayIo io;
-  while (replay::monotonic_ns() < deadline && !(stop && stop->load()) && next(io)) loop.issue(io);
+  while (host::monotonic_ns() < deadline && !(stop && stop->load()) && next(io)) loop.issue(io);
   loop.drain();
-  s.duration_ns = replay::monotonic_ns() - start;
+  s.duration_ns = host::monotonic_ns() - start;
   if (failed)
     throw error_errno(targets[0].path,
                       fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first",

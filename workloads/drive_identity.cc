@@ -12,7 +12,7 @@
 #include <iterator>
 #include <vector>
 
-#include "traces/block_device.h"
+#include "host/block_device.h"
 #include "traces/error.h"
 
 namespace iotape::workloads {
@@ -59,22 +59,22 @@ analysis::ReviewDrive describe_drive(const replay::Target& t, const std::string&
   d.physical_block_size = t.physical_block;
   d.rotational = t.rotational;
   if (!t.block) return d;
-  const fs::path disk = whole_disk_dir(block_device_dir(t.dev_major, t.dev_minor));
+  const fs::path disk = host::whole_disk_dir(host::block_device_dir(t.dev_major, t.dev_minor));
   analysis::ReviewDrive::Block b;
   b.model = t.model;
-  b.vendor = read_sysfs_attribute(disk / "device/vendor");
+  b.vendor = host::read_sysfs_attribute(disk / "device/vendor");
   b.serial = t.serial;
-  b.scheduler = read_sysfs_attribute(disk / "queue/scheduler");
+  b.scheduler = host::read_sysfs_attribute(disk / "queue/scheduler");
   if (fs::exists(disk / "loop"))
-    b.loop = analysis::ReviewDrive::Loop{read_sysfs_attribute(disk / "loop/backing_file"),
-                                         read_sysfs_attribute(disk / "loop/dio") == "1"};
+    b.loop = analysis::ReviewDrive::Loop{host::read_sysfs_attribute(disk / "loop/backing_file"),
+                                         host::read_sysfs_attribute(disk / "loop/dio") == "1"};
   d.block = std::move(b);
   return d;
 }
 
 std::optional<uint64_t> completed_device_ios(const replay::Target& t) {
   if (!t.block) return std::nullopt;
-  std::ifstream in(block_device_dir(t.dev_major, t.dev_minor) / "stat");
+  std::ifstream in(host::block_device_dir(t.dev_major, t.dev_minor) / "stat");
   std::vector<uint64_t> v{std::istream_iterator<uint64_t>(in), {}};
   if (v.size() < 11) return std::nullopt;
   uint64_t n = v[0] + v[4];

@@ -20,6 +20,7 @@
 #include <utility>
 #include <thread>
 
+#include "host/clocks.h"
 #include "replay/engine.h"
 #include "traces/error.h"
 #include "workloads/rng.h"
@@ -240,9 +241,9 @@ nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSe
     int64_t t0 = 0, t1 = 0;
     {
       auto recording = record ? record(target.path, dir + "/" + trace) : nullptr;
-      t0 = replay::monotonic_ns();
+      t0 = host::monotonic_ns();
       body();
-      t1 = replay::monotonic_ns();
+      t1 = host::monotonic_ns();
     }
     const double MBps = t1 > t0 ? bytes * 1e3 / static_cast<double>(t1 - t0) : 0.0;
     steps.push_back({{"name", name}, {"files", files.size()}, {"bytes", bytes}, {"duration_s", (t1 - t0) / 1e9},

@@ -13,10 +13,11 @@
 #include "analysis/report.h"
 #include "analysis/review_document.h"
 #include "analysis/review_page.h"
+#include "host/clocks.h"
 #include "replay/cpu_load.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
-#include "traces/block_device.h"
+#include "host/block_device.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 #include "traces/version.h"
@@ -489,9 +490,9 @@ class Review {
 
   // Discards the whole span: the state a secure erase leaves. Returns {bytes, duration_s}.
   ordered_json discard() {
-    const int64_t t0 = replay::monotonic_ns();
+    const int64_t t0 = host::monotonic_ns();
     discard_all(targets_, span_);
-    return {{"bytes", span_}, {"duration_s", (replay::monotonic_ns() - t0) / 1e9}};
+    return {{"bytes", span_}, {"duration_s", (host::monotonic_ns() - t0) / 1e9}};
   }
 
   // One sequential pass of 128 KiB writes at QD32 over the span, into
@@ -580,14 +581,14 @@ class Review {
     replays("fresh");
 
     PhaseTrace trace(dir_ + "/used-state.iot", target(), test_, "used state", label());
-    const int64_t t0 = replay::monotonic_ns();
+    const int64_t t0 = host::monotonic_ns();
     const auto state = random_writes_to_steady_state(targets_, span_, 32, static_cast<int64_t>(scale_.used_round_s * kSecond),
                                                      static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace,
                                                      &stop_);
     trace.close();
     if (stop_) throw Interrupted{};
     out["used_state"] = {{"trace", "used-state.iot"},
-                         {"duration_s", (replay::monotonic_ns() - t0) / 1e9},
+                         {"duration_s", (host::monotonic_ns() - t0) / 1e9},
                          {"round_s", scale_.used_round_s},
                          {"iops_per_round", state.iops_per_round},
                          {"steady_state_reached", state.steady.reached}};
@@ -881,12 +882,12 @@ analysis::ReviewTestResult measure_test(Review& review, const ReviewTestDef& tes
   if (measure_wa) wa_before = host_and_media_bytes_written(wa);
   const auto ios_before = completed_device_ios(review.target());
   const replay::CpuLoad cpu;
-  const int64_t t0 = replay::monotonic_ns();
+  const int64_t t0 = host::monotonic_ns();
   analysis::ReviewTestResult r;
   r.figures = review.run(test, dir);
   r.test = test.name;
   r.title = test.title;
-  r.duration_s = (replay::monotonic_ns() - t0) / 1e9;
+  r.duration_s = (host::monotonic_ns() - t0) / 1e9;
   r.cpu.host_busy_pct = 100 * cpu.host_busy();
   r.cpu.iotape_cpu_s = cpu.process_cpu_ns() / 1e9;
   if (const auto ios_after = completed_device_ios(review.target());
@@ -922,7 +923,7 @@ void publish_review(const std::string& out_dir, analysis::ReviewDocument& doc) {
 ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
                          const std::function<void(const ReviewProgress&)>& progress) {
   if (!o.allow_write) throw UsageError(o.target + ": the review writes the whole target: give --allow-write");
-  const int64_t begin = replay::monotonic_ns();
+  const int64_t begin = host::monotonic_ns();
   const std::string review_json = o.out_dir + "/review.json";
   const ordered_json options = review_options_json(o);
   if (fs::exists(review_json)) {
@@ -958,7 +959,7 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
     p.test = plan[i].name;
     p.finished = finished;
     p.skipped = skipped;
-    p.elapsed_s = (replay::monotonic_ns() - begin) / 1e9;
+    p.elapsed_s = (host::monotonic_ns() - begin) / 1e9;
     p.remaining_s = remaining;
     progress(p);
   };
@@ -993,7 +994,7 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
     report(i, true, false);
   }
   publish();
-  out.duration_s = (replay::monotonic_ns() - begin) / 1e9;
+  out.duration_s = (host::monotonic_ns() - begin) / 1e9;
   return out;
 }
 

@@ -1,12 +1,12 @@
-#include "traces/cpu_idle.h"
+#include "host/cpu_idle.h"
 
 #include <string>
 
-#include "traces/block_device.h"
+#include "host/block_device.h"
 
 namespace fs = std::filesystem;
 
-namespace iotape {
+namespace iotape::host {
 
 std::string describe_cpu_idle(const fs::path& sys) {
   const fs::path cpuidle = sys / "devices/system/cpu/cpuidle";
@@ -29,4 +29,4 @@ std::string describe_cpu_idle(const fs::path& sys) {
   return out;
 }
 
-}  // namespace iotape
+}  // namespace iotape::host

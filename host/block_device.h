@@ -9,7 +9,7 @@
 
 #include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::host {
 
 // The first line of a sysfs attribute without trailing blanks; empty when
 // the attribute cannot be read.
@@ -31,4 +31,4 @@ std::filesystem::path whole_disk_dir(const std::filesystem::path& dir);
 // queue attributes are the whole disk's.
 v1::Device describe_block_device(const std::filesystem::path& dir, uint32_t major, uint32_t minor);
 
-}  // namespace iotape
+}  // namespace iotape::host

@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <string>
 
-namespace iotape {
+namespace iotape::host {
 
 // "driver D, governor G, states S1 + S2 (disabled) + ..., guest_halt_poll_ns N"
 // from the cpuidle sysfs under `sys` (CPU 0's states; the haltpoll part only
 // where that driver's parameters exist). Empty when there is no cpuidle.
 std::string describe_cpu_idle(const std::filesystem::path& sys = "/sys");
 
-}  // namespace iotape
+}  // namespace iotape::host

@@ -1,8 +1,8 @@
-#include "traces/block_device.h"
+#include "host/block_device.h"
 
 #include <fstream>
 
-namespace iotape {
+namespace iotape::host {
 namespace fs = std::filesystem;
 
 std::string read_sysfs_attribute(const fs::path& path) {
@@ -46,4 +46,4 @@ v1::Device describe_block_device(const fs::path& dir, uint32_t major, uint32_t m
   return d;
 }
 
-}  // namespace iotape
+}  // namespace iotape::host
