@@ -14,9 +14,9 @@
 #include "stats/busy_time.h"
 #include "stats/histogram.h"
 #include "stats/queue_depth.h"
-#include "traces/io.h"
-#include "traces/phases.h"
-#include "traces/summary.h"
+#include "format/io.h"
+#include "format/phases.h"
+#include "format/summary.h"
 
 namespace iotape::analysis {
 

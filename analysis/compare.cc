@@ -14,7 +14,7 @@
 #include "analysis/report.h"
 #include "analysis/report_output.h"
 #include "analysis/svg_chart.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "units/units.h"
 
 namespace iotape::analysis {

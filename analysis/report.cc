@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::analysis {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "analysis/accumulators.h"
-#include "traces/reader.h"
-#include "traces/summary.h"
+#include "format/reader.h"
+#include "format/summary.h"
 #include "units/units.h"
 
 namespace iotape::analysis {

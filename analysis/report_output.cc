@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "traces/summary_json.h"
+#include "format/summary_json.h"
 #include "units/units.h"
 
 namespace iotape::analysis {

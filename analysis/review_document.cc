@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::analysis {
 namespace {

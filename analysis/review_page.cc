@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "analysis/svg_chart.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::analysis {
 namespace {

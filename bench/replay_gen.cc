@@ -9,7 +9,7 @@
 #include <fstream>
 #include <random>
 
-#include "traces/writer.h"
+#include "format/writer.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"replay benchmark trace generator"};

@@ -17,8 +17,8 @@
 #include <filesystem>
 
 #include "analysis/report.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 

@@ -7,7 +7,7 @@
 // bytes overlaid by ftrace's entry header; kernel/trace/blktrace.c builds the
 // binary stream's records from them the same way). The CPUs' events are merged
 // by time here and folded into IOs by the same code as `iotape import
-// blktrace` (traces/blk), so capture and import reconstruct IOs alike:
+// blktrace` (blockevents/), so capture and import reconstruct IOs alike:
 // merges, splits, remaps, requeues, flushes, with nanosecond times.
 //
 // The records name the thread, not the process, and carry no process name:
@@ -33,10 +33,10 @@
 
 #include "capture/blktrace_backend.h"
 #include "host/clocks.h"
-#include "traces/blk/block_io_assembler.h"
-#include "traces/blk/record_decoder.h"
-#include "traces/blktrace_layout.h"
-#include "traces/error.h"
+#include "blockevents/block_io_assembler.h"
+#include "blockevents/record_decoder.h"
+#include "format/blktrace_layout.h"
+#include "format/error.h"
 
 namespace iotape::capture {
 namespace {
@@ -174,7 +174,7 @@ uint32_t io_uring_owner(std::string_view comm) {
   return owner;
 }
 
-class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
+class BlktraceBackend final : public observer::Backend, private blockevents::IoOutput {
  public:
   explicit BlktraceBackend(const observer::BackendOptions& o) : opt_(o) {
     ensure_tracefs();
@@ -279,8 +279,8 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
     CpuStream(int fd_, std::string name_) : fd(fd_), decoder(std::move(name_)) {}
     ~CpuStream() { ::close(fd); }
     int fd;
-    blk::RecordDecoder decoder;  // names the pipe in errors
-    std::vector<std::pair<blk::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
+    blockevents::RecordDecoder decoder;  // names the pipe in errors
+    std::vector<std::pair<blockevents::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
     size_t merged = 0;  // events[0, merged) are passed on: removed after each merge
     uint64_t offset = 0;  // bytes read from the pipe so far
   };
@@ -380,7 +380,7 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
     std::memcpy(record_.data(), &head, kEntryOverlay);
     std::memcpy(record_.data() + kEntryOverlay, entry + kEntryOverlay, size - kEntryOverlay);
     c.decoder.record_size(record_.data(), at);
-    blk::TraceEvent ev = c.decoder.decode(record_.data(), at);
+    blockevents::TraceEvent ev = c.decoder.decode(record_.data(), at);
     // Q, G and I run in the submitter's context: they give the IO its
     // process, looked up now, while the thread most likely still lives. The
     // name points into the thread cache.
@@ -435,7 +435,7 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
     return {};
   }
 
-  // blk::IoOutput: the IOs the assembler completes, filtered as asked.
+  // blockevents::IoOutput: the IOs the assembler completes, filtered as asked.
   uint32_t add_device(const v1::Device& d) override {
     const auto it = index_.find(blktrace::device(d.major(), d.minor()));
     return it == index_.end() ? kNoDevice : it->second;
@@ -488,7 +488,7 @@ class BlktraceBackend final : public observer::Backend, private blk::IoOutput {
   std::vector<char> page_ = std::vector<char>(1 << 20);  // a read returns one page (sub-buffer) at most
   std::string record_;
   ImportReport report_;
-  blk::BlockIoAssembler assembler_{*this, report_};
+  blockevents::BlockIoAssembler assembler_{*this, report_};
   const observer::IoSink* sink_ = nullptr;
   struct CachedThread {
     Thread thread;

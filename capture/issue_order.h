@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "observer/backend.h"
-#include "traces/name_interner.h"
+#include "format/name_interner.h"
 
 namespace iotape::capture {
 

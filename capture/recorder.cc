@@ -15,7 +15,7 @@
 #include "capture/issue_order.h"
 #include "host/clocks.h"
 #include "host/cpu_idle.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::capture {
 namespace {

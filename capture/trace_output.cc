@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::capture {
 namespace {

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "traces/writer.h"
+#include "format/writer.h"
 
 namespace iotape::capture {
 

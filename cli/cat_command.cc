@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "traces/export/text_formats.h"
-#include "traces/reader.h"
+#include "convert/export/text_formats.h"
+#include "format/reader.h"
 
 namespace iotape::cli {
 namespace {

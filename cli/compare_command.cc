@@ -9,7 +9,7 @@
 #include "analysis/compare.h"
 #include "analysis/review_page.h"
 #include "cli/commands.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "workloads/review.h"
 
 namespace iotape::cli {

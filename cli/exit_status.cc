@@ -1,6 +1,6 @@
 #include "cli/exit_status.h"
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::cli {
 

@@ -1,5 +1,5 @@
 // iotape's exit statuses, in one place: what each means, and which error kind
-// (traces/error.h) ends a command with which. `iotape --help` prints the table.
+// (format/error.h) ends a command with which. `iotape --help` prints the table.
 #pragma once
 
 #include <exception>

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "traces/error.h"
-#include "traces/export/exporter.h"
+#include "format/error.h"
+#include "convert/export/exporter.h"
 
 namespace iotape::cli {
 namespace {

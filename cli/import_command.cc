@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "traces/error.h"
-#include "traces/import/format_detect.h"
-#include "traces/import/importer.h"
+#include "format/error.h"
+#include "convert/import/format_detect.h"
+#include "convert/import/importer.h"
 
 namespace iotape::cli {
 namespace {

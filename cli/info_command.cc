@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "traces/summary_json.h"
+#include "format/summary_json.h"
 #include "cli/commands.h"
-#include "traces/summary.h"
+#include "format/summary.h"
 
 namespace iotape::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
-#include "traces/version.h"
+#include "format/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"iotape: record, import, inspect, replay and analyse block-I/O traces"};

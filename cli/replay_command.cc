@@ -10,8 +10,8 @@
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
 #include "replay/replayer.h"
-#include "traces/error.h"
-#include "traces/reader.h"
+#include "format/error.h"
+#include "format/reader.h"
 #include "units/units.h"
 
 namespace iotape::cli {

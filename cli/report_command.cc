@@ -7,7 +7,7 @@
 #include "analysis/report.h"
 #include "analysis/report_output.h"
 #include "cli/commands.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "units/units.h"
 
 namespace iotape::cli {

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "units/units.h"
 #include "workloads/profile.h"
 #include "workloads/synth.h"

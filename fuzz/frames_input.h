@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "traces/frame.h"
+#include "format/frame.h"
 
 namespace iotape::fuzz {
 

@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as blkparse text input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/blkparse.h"
+#include "convert/import/blkparse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes_spilling(iotape::import_blkparse, {data, size});

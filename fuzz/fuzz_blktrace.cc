@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as blktrace input, cut into two per-CPU files.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/blktrace.h"
+#include "convert/import/blktrace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes(iotape::import_blktrace, {data, size}, true);

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "traces/error.h"
-#include "traces/import/decompress_stream.h"
+#include "format/error.h"
+#include "convert/import/decompress_stream.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

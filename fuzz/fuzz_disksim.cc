@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as DiskSim input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/disksim.h"
+#include "convert/import/disksim.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes_spilling(iotape::import_disksim, {data, size});

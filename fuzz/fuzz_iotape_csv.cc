@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as iotape CSV input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/iotape_csv.h"
+#include "convert/import/iotape_csv.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes_spilling(iotape::import_iotape_csv, {data, size});

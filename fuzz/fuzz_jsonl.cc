@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as iotape JSON lines input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/jsonl.h"
+#include "convert/import/jsonl.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes_spilling(iotape::import_jsonl, {data, size});

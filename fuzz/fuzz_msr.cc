@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as msr input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/msr.h"
+#include "convert/import/msr.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes(iotape::import_msr, {data, size});

@@ -8,9 +8,9 @@
 
 #include "fuzz/frames_input.h"
 #include "fuzz/memory_file.h"
-#include "traces/chunk_codec.h"
-#include "traces/error.h"
-#include "traces/reader.h"
+#include "format/chunk_codec.h"
+#include "format/error.h"
+#include "format/reader.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as SPC CSV input.
 #include "fuzz/import_fuzz.h"
-#include "traces/import/spc.h"
+#include "convert/import/spc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return iotape::fuzz::import_bytes_spilling(iotape::import_spc, {data, size});

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "fuzz/memory_file.h"
-#include "traces/error.h"
-#include "traces/import/input.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "convert/import/input.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 namespace iotape::fuzz {
 

@@ -17,9 +17,9 @@
 
 #include "fuzz/frames_input.h"
 #include "tests/blktrace_records.h"
-#include "traces/export/exporter.h"
-#include "traces/frame.h"
-#include "traces/writer.h"
+#include "convert/export/exporter.h"
+#include "format/frame.h"
+#include "format/writer.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 
 #include "observer/devices.h"
 #include "iotape/v1/trace.pb.h"
-#include "traces/io.h"
+#include "format/io.h"
 
 namespace iotape::observer {
 

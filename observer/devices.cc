@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "host/block_device.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::observer {
 namespace fs = std::filesystem;

@@ -17,7 +17,7 @@
 
 #include "host/clocks.h"
 #include "observer/backend.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "observer/iotrace.h"
 #include "observer/iotrace.skel.h"
 

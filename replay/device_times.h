@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "replay/target.h"
-#include "traces/io.h"
+#include "format/io.h"
 
 namespace iotape::replay {
 

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "host/clocks.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::replay {
 namespace {

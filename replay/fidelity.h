@@ -34,7 +34,7 @@
 #include "stats/queue_depth.h"
 #include "stats/histogram.h"
 #include "replay/schedule.h"
-#include "traces/io.h"
+#include "format/io.h"
 
 namespace iotape::replay {
 

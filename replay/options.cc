@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::replay {
 

@@ -6,7 +6,7 @@
 
 #include "host/clocks.h"
 #include "replay/closed_loop.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::replay {
 namespace {

@@ -17,8 +17,8 @@
 #include "replay/prefill.h"
 #include "replay/result_writer.h"
 #include "host/cpu_idle.h"
-#include "traces/error.h"
-#include "traces/reader.h"
+#include "format/error.h"
+#include "format/reader.h"
 
 namespace iotape::replay {
 namespace {

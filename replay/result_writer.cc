@@ -13,8 +13,8 @@
 
 #include "host/clocks.h"
 #include "replay/engine.h"
-#include "traces/error.h"
-#include "traces/version.h"
+#include "format/error.h"
+#include "format/version.h"
 
 namespace iotape::replay {
 namespace {

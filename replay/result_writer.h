@@ -24,7 +24,7 @@
 #include "replay/fidelity.h"
 #include "replay/issue_loop.h"
 #include "replay/replayer.h"
-#include "traces/writer.h"
+#include "format/writer.h"
 
 namespace iotape::replay {
 

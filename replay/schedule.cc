@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::replay {
 

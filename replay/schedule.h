@@ -17,8 +17,8 @@
 
 #include "replay/options.h"
 #include "replay/target.h"
-#include "traces/io.h"
-#include "traces/reader.h"
+#include "format/io.h"
+#include "format/reader.h"
 
 namespace iotape::replay {
 

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "host/block_device.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::replay {
 namespace fs = std::filesystem;

@@ -42,10 +42,6 @@ def module_of(path: str):
     parts = path.split("/")
     if parts[0] == "iotape" and len(parts) > 1 and parts[1] == "v1":
         return "proto"
-    if parts[0] == "traces":
-        if len(parts) > 2 and parts[1] == "blk":
-            return "blockevents"
-        return "convert" if len(parts) > 2 and parts[1] in ("import", "export") else "format"
     if parts[0] in ALLOWED:
         return parts[0]
     return None

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "traces/io.h"
+#include "format/io.h"
 
 namespace iotape::stats {
 

@@ -25,8 +25,8 @@
 #include "analysis/report.h"
 #include "analysis/report_output.h"
 #include "tests/test_support.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 #include "units/units.h"
 
 using namespace iotape;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "traces/blktrace_layout.h"
+#include "format/blktrace_layout.h"
 
 namespace iotape::test::blk {
 

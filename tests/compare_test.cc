@@ -13,8 +13,8 @@
 #include <regex>
 
 #include "tests/test_support.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 

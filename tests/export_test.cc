@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "tests/test_support.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::run;

@@ -11,12 +11,12 @@
 #include <random>
 
 #include "tests/test_support.h"
-#include "traces/chunk_codec.h"
+#include "format/chunk_codec.h"
 #include "host/cpu_idle.h"
-#include "traces/error.h"
-#include "traces/frame.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "format/frame.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::read_file;

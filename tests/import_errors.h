@@ -6,9 +6,9 @@
 #include <string>
 
 #include "tests/test_support.h"
-#include "traces/error.h"
-#include "traces/import/importer.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "convert/import/importer.h"
+#include "format/writer.h"
 
 namespace iotape::test {
 

@@ -13,11 +13,11 @@
 #include "tests/blktrace_records.h"
 #include "tests/import_errors.h"
 #include "tests/test_support.h"
-#include "traces/blktrace_layout.h"
-#include "traces/error.h"
-#include "traces/import/importer.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/blktrace_layout.h"
+#include "format/error.h"
+#include "convert/import/importer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::read_file;

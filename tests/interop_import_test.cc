@@ -17,12 +17,12 @@
 #include "tests/blktrace_records.h"
 #include "tests/import_errors.h"
 #include "tests/test_support.h"
-#include "traces/error.h"
-#include "traces/import/format_detect.h"
-#include "traces/import/importer.h"
-#include "traces/blk/sorted_spill.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "convert/import/format_detect.h"
+#include "convert/import/importer.h"
+#include "blockevents/sorted_spill.h"
+#include "format/reader.h"
+#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::read_file;

@@ -30,7 +30,7 @@
 #include "host/clocks.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
-#include "traces/reader.h"
+#include "format/reader.h"
 
 namespace iotape::test {
 namespace {

@@ -31,8 +31,8 @@
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
 #include "host/cpu_idle.h"
-#include "traces/reader.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/writer.h"
 #include "units/units.h"
 
 using namespace iotape;

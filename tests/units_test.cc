@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/test_support.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "units/units.h"
 
 using namespace iotape;

@@ -15,9 +15,9 @@
 
 #include "analysis/report.h"
 #include "tests/test_support.h"
-#include "traces/reader.h"
-#include "traces/summary.h"
-#include "traces/writer.h"
+#include "format/reader.h"
+#include "format/summary.h"
+#include "format/writer.h"
 #include "workloads/bench.h"
 
 using namespace iotape;

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::units {
 namespace {

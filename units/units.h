@@ -22,7 +22,7 @@
 // "..2h". END must be after START.
 //
 // Every parser takes the text and `what`, the option or field it came from
-// ("--length", "\"span\""), and throws UsageError (traces/error.h) whose
+// ("--length", "\"span\""), and throws UsageError (format/error.h) whose
 // message starts with `what`, quotes the text and names the accepted forms.
 // Negative numbers, unknown units, empty text and values beyond the result
 // type are errors.

@@ -15,7 +15,7 @@
 #include "host/clocks.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "workloads/profile.h"
 #include "workloads/rng.h"
 #include "workloads/closed_loop_run.h"

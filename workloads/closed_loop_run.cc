@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "host/clocks.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::workloads {
 namespace {

@@ -12,7 +12,7 @@
 #include "replay/closed_loop.h"
 #include "replay/target.h"
 #include "stats/histogram.h"
-#include "traces/writer.h"
+#include "format/writer.h"
 
 namespace iotape::workloads {
 

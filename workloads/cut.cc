@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/accumulators.h"
-#include "traces/error.h"
-#include "traces/phases.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "format/phases.h"
+#include "format/writer.h"
 
 namespace iotape::workloads {
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "traces/reader.h"
-#include "traces/summary.h"
+#include "format/reader.h"
+#include "format/summary.h"
 #include "units/units.h"
 
 namespace iotape::workloads {

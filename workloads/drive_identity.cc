@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "host/block_device.h"
-#include "traces/error.h"
+#include "format/error.h"
 
 namespace iotape::workloads {
 namespace {

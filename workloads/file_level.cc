@@ -22,7 +22,7 @@
 
 #include "host/clocks.h"
 #include "replay/engine.h"
-#include "traces/error.h"
+#include "format/error.h"
 #include "workloads/rng.h"
 
 extern char** environ;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "traces/error.h"
+#include "format/error.h"
 #include "units/units.h"
 
 namespace iotape::workloads {

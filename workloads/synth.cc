@@ -7,8 +7,8 @@
 #include <queue>
 #include <vector>
 
-#include "traces/error.h"
-#include "traces/writer.h"
+#include "format/error.h"
+#include "format/writer.h"
 #include "workloads/rng.h"
 
 namespace iotape::workloads {

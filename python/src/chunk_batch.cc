@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "columns.h"
-#include "traces/io.h"
+#include "format/io.h"
 
 namespace iotape::python {
 namespace {

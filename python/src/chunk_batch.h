@@ -13,7 +13,7 @@
 
 #include "arrow_export.h"
 #include "iotape/v1/trace.pb.h"
-#include "traces/chunk_codec.h"
+#include "format/chunk_codec.h"
 
 namespace iotape::python {
 

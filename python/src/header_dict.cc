@@ -4,7 +4,7 @@
 #include <array>
 #include <string>
 
-#include "traces/version.h"
+#include "format/version.h"
 
 namespace py = pybind11;
 

@@ -14,9 +14,9 @@
 
 #include "columns.h"
 #include "reader.h"
-#include "traces/error.h"
-#include "traces/io.h"
-#include "traces/version.h"
+#include "format/error.h"
+#include "format/io.h"
+#include "format/version.h"
 #include "writer.h"
 
 namespace py = pybind11;

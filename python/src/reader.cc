@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "header_dict.h"
-#include "traces/error.h"
-#include "traces/io.h"
+#include "format/error.h"
+#include "format/io.h"
 
 namespace py = pybind11;
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "chunk_batch.h"
-#include "traces/reader.h"
+#include "format/reader.h"
 
 namespace iotape::python {
 

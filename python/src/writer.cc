@@ -8,8 +8,8 @@
 
 #include "arrow_c.h"
 #include "header_dict.h"
-#include "traces/error.h"
-#include "traces/io.h"
+#include "format/error.h"
+#include "format/io.h"
 
 namespace py = pybind11;
 

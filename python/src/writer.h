@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "traces/writer.h"
+#include "format/writer.h"
 
 namespace iotape::python {
 

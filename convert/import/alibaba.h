@@ -1,0 +1,18 @@
+// Alibaba block traces (2020): CSV lines
+//   device_id,opcode,offset,length,timestamp
+// opcode R or W, offset and length in bytes, timestamp in Unix microseconds.
+//
+// Clock REALTIME. Each device_id becomes a device named after it.
+#pragma once
+
+#include <span>
+
+#include "convert/import/importer.h"
+#include "convert/import/input.h"
+
+namespace iotape {
+
+// Throws TraceError "FILE:LINE: why" on the first malformed line.
+ImportReport import_alibaba(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out);
+
+}  // namespace iotape

@@ -1,0 +1,364 @@
+#include "format/reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "format/chunk_codec.h"
+#include "format/error.h"
+#include "format/frame.h"
+#include "format/version.h"
+
+namespace iotape {
+namespace {
+
+// One open trace file: its header, optional index and read position.
+struct File {
+  std::string path;
+  int fd = -1;
+  uint64_t size = 0;
+  uint64_t pos = 0;       // next frame to read
+  bool done = false;      // reached the index frame or the end
+  uint64_t accounted = 0; // chunks before this offset were counted (seeks re-read them)
+  v1::TraceHeader header;
+  std::optional<v1::Index> index;
+
+  File() = default;
+  File(File&& o) noexcept { *this = std::move(o); }
+  File& operator=(File&& o) noexcept {
+    std::swap(path, o.path);
+    std::swap(fd, o.fd);
+    size = o.size;
+    pos = o.pos;
+    done = o.done;
+    accounted = o.accounted;
+    header.Swap(&o.header);
+    std::swap(index, o.index);
+    return *this;
+  }
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Reads exactly n bytes at off; false if the file ends first.
+bool read_at(const File& f, uint64_t off, size_t n, char* out) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(f.fd, out + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw error_errno(f.path, "read at byte " + std::to_string(off + done), errno);
+    if (r == 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+struct Frame {
+  frame::FrameHeader h;
+  std::string payload;  // decompressed
+};
+
+// Reads and verifies the frame at `off`. On damage returns nullopt and sets why.
+std::optional<Frame> read_frame(const File& f, uint64_t off, std::string* why, std::string* scratch) {
+  char hb[frame::kHeaderSize];
+  if (!read_at(f, off, sizeof hb, hb)) {
+    *why = "file ends inside a frame header (truncated)";
+    return std::nullopt;
+  }
+  auto h = frame::decode_header(hb, why);
+  if (!h) return std::nullopt;
+  if (off + frame::kHeaderSize + h->stored_len > f.size) {
+    *why = "file ends inside a " + std::to_string(h->stored_len) + "-byte frame (truncated)";
+    return std::nullopt;
+  }
+  Frame fr{*h, {}};
+  std::string& stored = h->codec == frame::Codec::kRaw ? fr.payload : *scratch;
+  stored.resize(h->stored_len);
+  if (!read_at(f, off + frame::kHeaderSize, h->stored_len, stored.data())) {
+    *why = "file ends inside a frame (truncated)";
+    return std::nullopt;
+  }
+  if (frame::crc32(stored) != h->payload_crc) {
+    *why = "frame checksum mismatch (corrupt)";
+    return std::nullopt;
+  }
+  if (h->codec == frame::Codec::kZstd && !frame::decompress(stored, h->raw_len, &fr.payload, why))
+    return std::nullopt;
+  return fr;
+}
+
+File open_file(const std::string& path) {
+  File f;
+  f.path = path;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw error_errno(path, "cannot open trace", errno);
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0) throw error_errno(path, "stat", errno);
+  f.size = static_cast<uint64_t>(st.st_size);
+  char magic[sizeof frame::kFileMagic];
+  if (!read_at(f, 0, sizeof magic, magic) || std::memcmp(magic, frame::kFileMagic, sizeof magic) != 0)
+    throw error_at_byte(path, 0, "not an iotape trace (bad file magic)");
+  std::string why, scratch;
+  auto fr = read_frame(f, sizeof magic, &why, &scratch);
+  if (!fr) throw error_at_byte(path, sizeof magic, "unreadable trace header: " + why);
+  if (fr->h.kind != frame::Kind::kHeader) throw error_at_byte(path, sizeof magic, "first frame is not a header");
+  if (!f.header.ParseFromString(fr->payload))
+    throw error_at_byte(path, sizeof magic + frame::kHeaderSize, "trace header does not parse");
+  if (f.header.format_version() > kFormatVersion)
+    throw error_at_byte(path, sizeof magic + frame::kHeaderSize,
+                        "format version " + std::to_string(f.header.format_version()) +
+                            " is newer than this iotape reads (" + std::to_string(kFormatVersion) + ")");
+  f.pos = sizeof magic + frame::kHeaderSize + fr->h.stored_len;
+
+  // The index, if the file was closed cleanly. Anything wrong with it just
+  // means reading without it.
+  char tail[frame::kTailSize];
+  if (f.size >= f.pos + frame::kTailSize && read_at(f, f.size - frame::kTailSize, sizeof tail, tail)) {
+    if (auto at = frame::decode_tail(tail); at && *at >= f.pos && *at < f.size) {
+      auto ix = read_frame(f, *at, &why, &scratch);
+      v1::Index index;
+      if (ix && ix->h.kind == frame::Kind::kIndex && index.ParseFromString(ix->payload))
+        f.index = std::move(index);
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+class TraceReader::Impl {
+ public:
+  Impl(std::vector<std::string> paths, ReaderOptions options) : opt_(options) {
+    if (paths.empty()) throw UsageError("no trace files given");
+    for (auto& p : paths) files_.push_back(open_file(p));
+    header_ = files_[0].header;
+    // The final device table is in the index; without it, chunks add devices as they come.
+    if (files_.back().index && files_.back().index->devices_size() >= header_.devices_size())
+      *header_.mutable_devices() = files_.back().index->devices();
+    metadata_.insert(header_.metadata().begin(), header_.metadata().end());
+    for (const auto& f : files_)
+      if (f.index)
+        for (const auto& [k, v] : f.index->metadata()) metadata_[k] = v;
+  }
+
+  const v1::TraceHeader& header() const { return header_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  std::span<const Io> next_batch() {
+    // What a seek or next() left of the current batch comes first.
+    if (next_in_batch_ < current_.size()) {
+      auto rest = current_.subspan(next_in_batch_);
+      next_in_batch_ = current_.size();
+      return rest;
+    }
+    return read_chunk();
+  }
+
+  ChunkView next_chunk() {
+    if (next_in_batch_ < current_.size()) {
+      const auto first = static_cast<uint32_t>(next_in_batch_);
+      next_in_batch_ = current_.size();
+      return {&chunk_, first};
+    }
+    return load_chunk() ? ChunkView{&chunk_, 0} : ChunkView{};
+  }
+
+  bool next(Io& io) {
+    while (next_in_batch_ >= current_.size()) {
+      current_ = read_chunk();
+      next_in_batch_ = 0;
+      if (current_.empty()) return false;
+    }
+    io = current_[next_in_batch_++];
+    return true;
+  }
+
+  void seek_time(int64_t t) {
+    current_ = {};
+    next_in_batch_ = 0;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      File& f = files_[i];
+      if (!f.index) continue;
+      for (const auto& e : f.index->chunks()) {
+        if (e.count() == 0 || e.max_issue_ns() < t) continue;
+        cur_ = i;
+        for (size_t j = i; j < files_.size(); ++j) files_[j].done = false;
+        f.pos = e.file_offset();
+        current_ = read_chunk();
+        return skip_before(t);
+      }
+    }
+    // No index (or t beyond it): scan from the start, chunk by chunk.
+    rewind();
+    do current_ = read_chunk();
+    while (!current_.empty() && current_.back().issue_ns < t);
+    skip_before(t);
+  }
+
+  const ReadStatus& status() const { return status_; }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t late() const { return late_; }
+  bool has_index() const {
+    for (const auto& f : files_)
+      if (!f.index) return false;
+    return true;
+  }
+  const v1::Index* index() const { return files_[0].index ? &*files_[0].index : nullptr; }
+
+ private:
+  // Decodes the next chunk that holds IOs; empty at the end or at damage.
+  std::span<const Io> read_chunk() {
+    if (!load_chunk()) return {};
+    decode_chunk(chunk_, &batch_);
+    return batch_;
+  }
+
+  // Reads and checks the next chunk that holds IOs into chunk_; false at the
+  // end or at damage.
+  bool load_chunk() {
+    while (cur_ < files_.size()) {
+      File& f = files_[cur_];
+      if (status_.damaged && !opt_.skip_damaged) return false;
+      if (f.done) {
+        ++cur_;
+        continue;
+      }
+      if (f.pos >= f.size) {
+        f.done = true;
+        continue;
+      }
+      const uint64_t at = f.pos;
+      std::string why;
+      auto fr = read_frame(f, at, &why, &scratch_);
+      if (fr && fr->h.kind == frame::Kind::kIndex) {
+        f.done = true;
+        continue;
+      }
+      if (fr && fr->h.kind != frame::Kind::kChunk) why = "unexpected frame kind in the chunk sequence";
+      if (fr && fr->h.kind == frame::Kind::kChunk && load(*fr, &why)) {
+        f.pos = at + frame::kHeaderSize + fr->h.stored_len;
+        if (at >= f.accounted) {
+          dropped_ += chunk_.dropped_events();
+          late_ += chunk_.late_ios();
+          f.accounted = f.pos;
+        }
+        if (chunk_.count() == 0) continue;  // a chunk carrying only accounting
+        return true;
+      }
+      damage(f, at, why);
+    }
+    return false;
+  }
+
+  void skip_before(int64_t t) {
+    next_in_batch_ = 0;
+    while (next_in_batch_ < current_.size() && current_[next_in_batch_].issue_ns < t) ++next_in_batch_;
+  }
+
+  void rewind() {
+    for (auto& f : files_) {
+      f.done = false;
+      f.pos = 0;  // recomputed below
+    }
+    // Re-derive each file's first chunk position from its header frame.
+    for (auto& f : files_) {
+      char hb[frame::kHeaderSize];
+      std::string why;
+      read_at(f, sizeof frame::kFileMagic, sizeof hb, hb);
+      auto h = frame::decode_header(hb, &why);
+      f.pos = sizeof frame::kFileMagic + frame::kHeaderSize + (h ? h->stored_len : 0);
+    }
+    cur_ = 0;
+    status_ = {};
+  }
+
+  bool load(const Frame& fr, std::string* why) {
+    if (!chunk_.ParseFromString(fr.payload)) {
+      *why = "chunk does not parse";
+      return false;
+    }
+    // Devices first named in this chunk, added once the chunk is known good.
+    const uint32_t known = static_cast<uint32_t>(header_.devices_size());
+    const uint32_t base = chunk_.devices_added_base();
+    const uint32_t added = static_cast<uint32_t>(chunk_.devices_added_size());
+    if (added > 0 && base > known) {
+      *why = "chunk adds device " + std::to_string(base) + " but only " + std::to_string(known) + " are known";
+      return false;
+    }
+    const uint32_t devices = added > 0 ? std::max(known, base + added) : known;
+    if (!check_chunk(chunk_, devices, why)) return false;
+    for (uint32_t i = known - std::min(known, base); i < added; ++i)
+      *header_.add_devices() = chunk_.devices_added(static_cast<int>(i));
+    return true;
+  }
+
+  void damage(File& f, uint64_t at, const std::string& why) {
+    if (!status_.damaged) {
+      status_.damaged = true;
+      status_.file_offset = at;
+      status_.message = f.path + ": byte " + std::to_string(at) + ": " + why;
+    }
+    if (!opt_.skip_damaged) {
+      f.done = true;
+      return;
+    }
+    // Look for the next intact frame header after the damage, a block at a time.
+    std::string why_not, block;
+    constexpr size_t kBlock = 1 << 20;
+    for (uint64_t base = at + 1; base + frame::kHeaderSize <= f.size; base += kBlock) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kBlock + frame::kHeaderSize - 1, f.size - base));
+      block.resize(len);
+      if (!read_at(f, base, len, block.data())) break;
+      for (size_t i = 0; i + frame::kHeaderSize <= len; ++i) {
+        if (std::memcmp(block.data() + i, &frame::kFrameMagic, 4) != 0) continue;
+        if (frame::decode_header(block.data() + i, &why_not)) {
+          f.pos = base + i;
+          ++status_.skipped_regions;
+          return;
+        }
+      }
+    }
+    f.done = true;
+  }
+
+  ReaderOptions opt_;
+  std::vector<File> files_;
+  size_t cur_ = 0;
+  v1::TraceHeader header_;
+  std::map<std::string, std::string> metadata_;
+  v1::Chunk chunk_;
+  std::vector<Io> batch_;
+  std::span<const Io> current_;
+  size_t next_in_batch_ = 0;
+  std::string scratch_;
+  ReadStatus status_;
+  uint64_t dropped_ = 0;
+  uint64_t late_ = 0;
+};
+
+TraceReader::TraceReader(std::vector<std::string> paths, ReaderOptions options)
+    : impl_(std::make_unique<Impl>(std::move(paths), options)) {}
+TraceReader::TraceReader(const std::string& path, ReaderOptions options)
+    : TraceReader(std::vector<std::string>{path}, options) {}
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+const v1::TraceHeader& TraceReader::header() const { return impl_->header(); }
+const std::map<std::string, std::string>& TraceReader::metadata() const { return impl_->metadata(); }
+std::span<const Io> TraceReader::next_batch() { return impl_->next_batch(); }
+bool TraceReader::next(Io& io) { return impl_->next(io); }
+ChunkView TraceReader::next_chunk() { return impl_->next_chunk(); }
+void TraceReader::seek_time(int64_t t) { impl_->seek_time(t); }
+const ReadStatus& TraceReader::status() const { return impl_->status(); }
+uint64_t TraceReader::dropped_events() const { return impl_->dropped(); }
+uint64_t TraceReader::late_ios() const { return impl_->late(); }
+bool TraceReader::has_index() const { return impl_->has_index(); }
+const v1::Index* TraceReader::index() const { return impl_->index(); }
+
+}  // namespace iotape

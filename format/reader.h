@@ -1,0 +1,90 @@
+// TraceReader: streams the IOs of one or more iotape trace files, chunk by
+// chunk, in constant memory.
+//
+// Threads: a TraceReader is used by one thread at a time (it may be moved to
+// another); what it returns is valid until the next call that reads. Readers
+// of the same files in different threads share nothing.
+//
+// Damage is not an exception: a file cut short or a chunk whose checksum
+// fails ends the stream at the last good chunk, and status() says where and
+// why. Exceptions (TraceError) are for files that are not iotape traces at all
+// or whose header is unreadable.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "iotape/v1/trace.pb.h"
+#include "format/io.h"
+
+namespace iotape {
+
+struct ReadStatus {
+  bool damaged = false;        // truncated or corrupt data was met
+  std::string message;         // the first damage: "FILE: byte N: why"; empty when clean
+  uint64_t file_offset = 0;    // where that damage starts
+  uint64_t skipped_regions = 0;  // with skip_damaged: damaged regions passed over
+};
+
+// A chunk handed out whole (TraceReader::next_chunk).
+struct ChunkView {
+  const v1::Chunk* chunk = nullptr;  // null at the end of the trace, or at damage
+  uint32_t first_row = 0;            // rows before it were read already (next(), seek_time())
+};
+
+struct ReaderOptions {
+  // After a damaged chunk, search for the next intact one instead of stopping.
+  bool skip_damaged = false;
+};
+
+class TraceReader {
+ public:
+  // Several paths are read as one trace (rotated parts, in the order given).
+  explicit TraceReader(std::vector<std::string> paths, ReaderOptions options = {});
+  explicit TraceReader(const std::string& path, ReaderOptions options = {});
+  ~TraceReader();
+  TraceReader(TraceReader&&) noexcept;
+  TraceReader& operator=(TraceReader&&) noexcept;
+
+  // The first file's header; its device table grows as chunks add devices.
+  const v1::TraceHeader& header() const;
+  // The trace's metadata: the header's keys and the keys its writer set after
+  // the first chunk (TraceWriter::set_metadata; kept in the index: totals
+  // known only at the end, such as fidelity.*, replay.device_* and
+  // capture.unmatched_completions), which win over a header key of the same
+  // name. The files of a rotated trace add their end keys in order; a file
+  // without an index (its writer did not close it) adds none.
+  const std::map<std::string, std::string>& metadata() const;
+
+  // The next batch of IOs (one chunk), empty at the end. The IOs, and the
+  // comm views inside them, stay valid until the next call.
+  std::span<const Io> next_batch();
+  // One IO at a time; false at the end. `io` is valid until the next call.
+  bool next(Io& io);
+  // The next chunk, checked as next_batch checks it (the same damage rules)
+  // but not decoded: for readers that decode only the columns they need
+  // (ChunkColumns in format/chunk_codec.h). Valid until the next call.
+  ChunkView next_chunk();
+
+  // Positions the stream so the next IO is the first with issue_ns >= t (IOs
+  // written late, out of order, may precede it). Uses the index when present
+  // and scans chunks otherwise.
+  void seek_time(int64_t t);
+
+  const ReadStatus& status() const;
+  uint64_t dropped_events() const;   // sum over the chunks read so far
+  uint64_t late_ios() const;
+  // True when every file was closed cleanly and has an index.
+  bool has_index() const;
+  const v1::Index* index() const;    // first file's index, or nullptr
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace iotape
