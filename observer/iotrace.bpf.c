@@ -301,7 +301,7 @@ static __always_inline bool in_flush_sequence(struct request *rq)
 
 	if (bpf_core_enum_value_exists(enum rqf_flags___new, __RQF_FLUSH_SEQ___new))
 		bit = bpf_core_enum_value(enum rqf_flags___new, __RQF_FLUSH_SEQ___new);
-	return BPF_CORE_READ(rq, rq_flags) & (1u << bit);
+	return rq->rq_flags & (1u << bit); /* a plain load, as for every typed pointer here */
 }
 
 #define FLAG(kernel_bit, ours) \
