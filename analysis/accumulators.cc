@@ -15,7 +15,7 @@ int SizeMix::bucket_of(uint64_t bytes) {
   return std::bit_width(bytes / (4 * k));
 }
 
-void SizeMix::add(const Io& io) {
+void SizeMix::add(const format::Io& io) {
   ++buckets_[bucket_of(io.length)];
   histogram_.add(io.length);
 }
@@ -24,15 +24,15 @@ namespace {
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 }
 
-void Sequential::add(const Io& io) {
+void Sequential::add(const format::Io& io) {
   if (io.device >= next_offset_.size()) next_offset_.resize(io.device + 1, {kNone, kNone});
-  uint64_t& next = next_offset_[io.device][io.op == Op::kWrite ? 1 : 0];
+  uint64_t& next = next_offset_[io.device][io.op == format::Op::kWrite ? 1 : 0];
   ++ios_;
   sequential_ += next == io.offset;
   next = io.end();
 }
 
-void OpLatency::add(const Io& io) {
+void OpLatency::add(const format::Io& io) {
   const int64_t start = io.device_start_ns();
   if (io.has_complete()) d2c.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - start)));
   if (io.has_queue()) {
@@ -44,7 +44,7 @@ void OpLatency::add(const Io& io) {
 TimeSeries::TimeSeries(size_t max_points, int64_t interval_ns)
     : max_points_(std::max<size_t>(max_points, 2)), interval_ns_(interval_ns) {}
 
-void TimeSeries::add(const Io& io) {
+void TimeSeries::add(const format::Io& io) {
   const int64_t t = std::max<int64_t>(0, io.issue_ns - origin_ns_);
   uint64_t i = static_cast<uint64_t>(t / interval_ns_);
   while (i >= max_points_) {
@@ -66,11 +66,11 @@ void TimeSeries::add(const Io& io) {
   if (i >= points_.size()) points_.resize(i + 1);
   Point& p = points_[i];
   ++p.ios;
-  if (io.op == Op::kRead) p.bytes_read += io.length;
-  if (io.op == Op::kWrite) p.bytes_written += io.length;
+  if (io.op == format::Op::kRead) p.bytes_read += io.length;
+  if (io.op == format::Op::kWrite) p.bytes_written += io.length;
 }
 
-void Processes::add(const Io& io) {
+void Processes::add(const format::Io& io) {
   Entry* e = last_ && io.pid == last_->pid && io.comm == last_->comm ? last_ : nullptr;
   if (!e) {
     const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
@@ -94,10 +94,10 @@ void Processes::add(const Io& io) {
   }
   ++e->ios;
   e->bytes += io.length;
-  if (io.op == Op::kRead) e->bytes_read += io.length;
-  if (io.op == Op::kWrite) e->bytes_written += io.length;
-  if (io.op == Op::kDiscard) e->bytes_discarded += io.length;
-  if (io.op == Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
+  if (io.op == format::Op::kRead) e->bytes_read += io.length;
+  if (io.op == format::Op::kWrite) e->bytes_written += io.length;
+  if (io.op == format::Op::kDiscard) e->bytes_discarded += io.length;
+  if (io.op == format::Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
 }
 
 std::vector<Processes::Entry> Processes::top(size_t n) const {
@@ -116,13 +116,13 @@ std::vector<Processes::Entry> Processes::top(size_t n) const {
 PhaseResults::PhaseResults(const v1::TraceHeader& header)
     : map_(header), figures_(static_cast<size_t>(header.phases_size())), busy_(figures_.size()) {}
 
-void PhaseResults::add(const Io& io, uint64_t position, int64_t end_ns) {
+void PhaseResults::add(const format::Io& io, uint64_t position, int64_t end_ns) {
   const int k = map_.of(io, position);
   if (k < 0) return;
   Figures& f = figures_[static_cast<size_t>(k)];
   f.add(io, end_ns);
   if (!io.never_issued()) busy_[static_cast<size_t>(k)].add(io.issue_ns, end_ns);
-  if ((io.op == Op::kRead || io.op == Op::kWrite) && io.has_complete())
+  if ((io.op == format::Op::kRead || io.op == format::Op::kWrite) && io.has_complete())
     f.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.device_start_ns())));
 }
 

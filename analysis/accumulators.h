@@ -11,12 +11,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stats/busy_time.h"
-#include "stats/histogram.h"
-#include "stats/queue_depth.h"
 #include "format/io.h"
 #include "format/phases.h"
 #include "format/summary.h"
+#include "stats/busy_time.h"
+#include "stats/histogram.h"
+#include "stats/queue_depth.h"
 
 namespace iotape::analysis {
 
@@ -27,7 +27,7 @@ class SizeMix {
  public:
   static constexpr std::array<std::string_view, 8> kBucketNames = {"<4K", "4K",  "8K",   "16K",
                                                                    "32K", "64K", "128K", ">128K"};
-  void add(const Io& io);
+  void add(const format::Io& io);
   uint64_t ios() const { return histogram_.count(); }
   const std::array<uint64_t, 8>& buckets() const { return buckets_; }
   const stats::LogLinearHistogram& histogram() const { return histogram_; }
@@ -42,7 +42,7 @@ class SizeMix {
 // where the previous IO of the same direction on the same device ended.
 class Sequential {
  public:
-  void add(const Io& io);
+  void add(const format::Io& io);
   uint64_t ios() const { return ios_; }
   uint64_t sequential() const { return sequential_; }
 
@@ -59,7 +59,7 @@ struct OpLatency {
   stats::LogLinearHistogram d2c;
   stats::LogLinearHistogram q2d;
   stats::LogLinearHistogram q2c;
-  void add(const Io& io);
+  void add(const format::Io& io);
 };
 
 // IOs and bytes per time interval (by issue time), for IOPS and MB/s over
@@ -75,7 +75,7 @@ class TimeSeries {
   };
   explicit TimeSeries(size_t max_points = 4096, int64_t interval_ns = 1'000'000'000);
   void set_origin(int64_t origin_ns) { origin_ns_ = origin_ns; }
-  void add(const Io& io);
+  void add(const format::Io& io);
   int64_t interval_ns() const { return interval_ns_; }
   const std::vector<Point>& points() const { return points_; }
 
@@ -105,7 +105,7 @@ class Processes {
     uint64_t error_bytes = 0;  // 0 unless the entry replaced an evicted one
   };
   explicit Processes(size_t capacity = 1024) : capacity_(capacity) {}
-  void add(const Io& io);
+  void add(const format::Io& io);
   // The n entries with the most bytes, ties broken by pid then comm.
   std::vector<Entry> top(size_t n) const;
   bool approximate() const { return evictions_ > 0; }
@@ -130,18 +130,18 @@ class Processes {
 // IOs, busy time and latency. Memory: one record per phase.
 class PhaseResults {
  public:
-  struct Figures : IoTotals {
+  struct Figures : format::IoTotals {
     int64_t busy_ns = 0;
     stats::LogLinearHistogram latency;  // reads and writes, issue to completion
   };
   explicit PhaseResults(const v1::TraceHeader& header);
   // `position`: the IO's position in the trace; `end_ns` as for IoTotals::add.
-  void add(const Io& io, uint64_t position, int64_t end_ns);
+  void add(const format::Io& io, uint64_t position, int64_t end_ns);
   // Indexed like TraceHeader.phases; a phase without IOs has zeros.
   std::vector<Figures> figures() const;
 
  private:
-  PhaseMap map_;
+  format::PhaseMap map_;
   std::vector<Figures> figures_;
   std::vector<stats::BusyTime> busy_;
 };

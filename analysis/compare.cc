@@ -362,7 +362,7 @@ CompareEntry entry_from_report(const nlohmann::json& j, const std::string& path,
 
 CompareEntry load_entry(const std::string& path, const std::string& label) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw error_errno(path, "cannot open", errno);
+  if (!in) throw format::error_errno(path, "cannot open", errno);
   char first = 0;
   while (in.get(first) && std::isspace(static_cast<unsigned char>(first))) {
   }
@@ -373,11 +373,11 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
     try {
       j = nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
     } catch (const nlohmann::json::exception& x) {
-      throw InputError(path + ": not a report JSON: " + x.what());
+      throw format::InputError(path + ": not a report JSON: " + x.what());
     }
     e = entry_from_report(j, path);
   } else {
-    TraceReader reader(path);
+    format::TraceReader reader(path);
     ReportOptions ro;
     ro.by_phase = true;
     const Report r = analyse(reader, ro);
@@ -386,11 +386,11 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
     e = entry_from_report(report_json(r, reader.header(), oo), path, &reader.header());
     // A short run: its IOs per 100 us, from a second pass (cheap: the run is short).
     if (r.ios && r.duration_ns() < CompareEntry::kFineRunNs) {
-      TraceReader again(path);
+      format::TraceReader again(path);
       bool origin_known = false;
       int64_t origin = 0;
       for (auto batch = again.next_batch(); !batch.empty(); batch = again.next_batch())
-        for (const Io& io : batch) {
+        for (const format::Io& io : batch) {
           if (!origin_known) origin = io.issue_ns, origin_known = true;  // as analyse: the trace's first IO
           const auto bin = static_cast<size_t>(std::max<int64_t>(0, io.issue_ns - origin) / CompareEntry::kFineBinNs);
           if (bin >= e.fine_ios.size()) e.fine_ios.resize(bin + 1);
@@ -470,7 +470,8 @@ Comparison make_comparison(std::vector<CompareEntry> entries, const std::string&
     if (std::find(c.drives.begin(), c.drives.end(), e.drive) == c.drives.end()) c.drives.push_back(e.drive);
   }
   if (!baseline.empty() && std::find(c.drives.begin(), c.drives.end(), baseline) == c.drives.end())
-    throw UsageError(fmt::format("--baseline {}: no result has that drive (drives: {})", baseline, fmt::join(c.drives, ", ")));
+    throw format::UsageError(
+        fmt::format("--baseline {}: no result has that drive (drives: {})", baseline, fmt::join(c.drives, ", ")));
 
   for (const auto& w : c.workloads) {
     std::vector<const CompareEntry*> es;

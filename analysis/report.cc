@@ -15,7 +15,7 @@ namespace {
 // Which device indexes the filter keeps; grows as the trace adds devices.
 class DeviceSelection {
  public:
-  explicit DeviceSelection(const std::optional<DeviceFilter>& only) : only_(only) {}
+  explicit DeviceSelection(const std::optional<format::DeviceFilter>& only) : only_(only) {}
   void update(const v1::TraceHeader& h) {
     for (int d = static_cast<int>(keep_.size()); d < h.devices_size(); ++d)
       keep_.push_back(!only_ || (h.devices(d).major() == only_->major && h.devices(d).minor() == only_->minor));
@@ -23,7 +23,7 @@ class DeviceSelection {
   bool keeps(uint32_t device) const { return device < keep_.size() ? keep_[device] : !only_; }
 
  private:
-  std::optional<DeviceFilter> only_;
+  std::optional<format::DeviceFilter> only_;
   std::vector<bool> keep_;
 };
 
@@ -34,12 +34,12 @@ double data_rate_MBps(uint64_t bytes, int64_t busy_ns) {
 }
 
 stats::LogLinearHistogram Report::data_latency() const {
-  stats::LogLinearHistogram h = latency_of(Op::kRead).d2c;
-  h.merge(latency_of(Op::kWrite).d2c);
+  stats::LogLinearHistogram h = latency_of(format::Op::kRead).d2c;
+  h.merge(latency_of(format::Op::kWrite).d2c);
   return h;
 }
 
-Report analyse(TraceReader& reader, const ReportOptions& o) {
+Report analyse(format::TraceReader& reader, const ReportOptions& o) {
   Report r(o.series_points, o.tracked_processes);
   stats::BusyTime busy, read_busy, write_busy;
   DeviceSelection selection(o.device);
@@ -48,7 +48,7 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   int64_t hi = std::numeric_limits<int64_t>::max();
   bool origin_known = false;
   int64_t origin = 0;
-  int64_t trace_end = kNoTime;  // latest end of an IO before the window, or a later issue
+  int64_t trace_end = format::kNoTime;  // latest end of an IO before the window, or a later issue
   std::optional<PhaseResults> phases;
   if (o.by_phase) phases.emplace(reader.header());
   uint64_t position = 0;  // of the batch's first IO in the trace
@@ -67,13 +67,13 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
     trace_end = std::max(trace_end, batch.back().issue_ns);
     if (batch.front().issue_ns >= hi) break;
     if (batch.back().issue_ns < lo) {
-      for (const Io& io : batch)
+      for (const format::Io& io : batch)
         trace_end = std::max(trace_end, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns);
       continue;
     }
     selection.update(reader.header());
     for (size_t i = 0; i < batch.size(); ++i) {
-      const Io& io = batch[i];
+      const format::Io& io = batch[i];
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
       r.add(io, end);
@@ -86,13 +86,13 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
 
       if (!io.never_issued()) {
         busy.add(io.issue_ns, end);
-        if (io.op == Op::kRead) read_busy.add(io.issue_ns, end);
-        if (io.op == Op::kWrite) write_busy.add(io.issue_ns, end);
+        if (io.op == format::Op::kRead) read_busy.add(io.issue_ns, end);
+        if (io.op == format::Op::kWrite) write_busy.add(io.issue_ns, end);
       }
 
       r.latency[static_cast<int>(io.op)].add(io);
       r.queue_depth.add(io);
-      if (io.op == Op::kRead || io.op == Op::kWrite) {
+      if (io.op == format::Op::kRead || io.op == format::Op::kWrite) {
         r.sizes.add(io);
         r.sequential.add(io);
       }
@@ -102,7 +102,7 @@ Report analyse(TraceReader& reader, const ReportOptions& o) {
   }
   // A window wholly after the trace would report zeros as if measured.
   if (origin_known && r.ios == 0 && o.window.start_ns > 0 && trace_end < lo)
-    throw UsageError(fmt::format(
+    throw format::UsageError(fmt::format(
         "--window starts at {:.3f} s, after the trace's last IO: the trace spans 0..{:.3f} s from its first IO",
         o.window.start_ns / 1e9, (trace_end - origin) / 1e9));
   r.busy_ns = busy.total_ns();

@@ -16,7 +16,7 @@
 namespace iotape::analysis {
 
 struct ReportOptions {
-  std::optional<DeviceFilter> device;  // only this device's IOs
+  std::optional<format::DeviceFilter> device;  // only this device's IOs
   units::Window window;                // only IOs issued in it; busy time is clipped to it
   size_t series_points = 4096;         // bound of the IOPS/MB/s series (see TimeSeries)
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
@@ -24,7 +24,7 @@ struct ReportOptions {
 };
 
 // The totals are of the selected IOs; their ends are clipped to the window.
-struct Report : IoTotals {
+struct Report : format::IoTotals {
   uint32_t devices = 0;        // devices with at least one selected IO
 
   // Union of [issue, completion] of all IOs / reads only / writes only.
@@ -32,7 +32,7 @@ struct Report : IoTotals {
   int64_t read_busy_ns = 0;
   int64_t write_busy_ns = 0;
 
-  std::array<OpLatency, kOpCount> latency;  // indexed by Op
+  std::array<OpLatency, format::kOpCount> latency;  // indexed by Op
   SizeMix sizes;          // reads and writes
   Sequential sequential;  // reads and writes
   stats::QueueDepth queue_depth; // all IOs
@@ -42,12 +42,12 @@ struct Report : IoTotals {
 
   uint64_t dropped_events = 0;
   uint64_t late_ios = 0;
-  ReadStatus status;
+  format::ReadStatus status;
   std::map<std::string, std::string> metadata;  // the trace's, end keys included (TraceReader::metadata)
 
   Report(size_t series_points, size_t tracked_processes)
       : series(series_points), processes(tracked_processes) {}
-  const OpLatency& latency_of(Op o) const { return latency[static_cast<int>(o)]; }
+  const OpLatency& latency_of(format::Op o) const { return latency[static_cast<int>(o)]; }
   int64_t idle_ns() const { return duration_ns() - busy_ns; }
   // Latency of reads and writes together (merged histograms).
   stats::LogLinearHistogram data_latency() const;
@@ -59,6 +59,6 @@ double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
 // Reads the trace from where the reader stands to its end. Throws UsageError
 // when the window starts after the end of the trace's last IO (no IO of any
 // device could be in it), naming the trace's span.
-Report analyse(TraceReader& reader, const ReportOptions& options = {});
+Report analyse(format::TraceReader& reader, const ReportOptions& options = {});
 
 }  // namespace iotape::analysis

@@ -33,9 +33,9 @@ ordered_json latency_json(const stats::LogLinearHistogram& h) {
 // Per operation, only the operations that have values.
 ordered_json per_op(const Report& r, stats::LogLinearHistogram OpLatency::*which, bool with_all) {
   ordered_json j = ordered_json::object();
-  for (int op = 0; op < kOpCount; ++op) {
+  for (int op = 0; op < format::kOpCount; ++op) {
     const stats::LogLinearHistogram& h = r.latency[op].*which;
-    if (h.count()) j[std::string(op_name(static_cast<Op>(op)))] = latency_json(h);
+    if (h.count()) j[std::string(format::op_name(static_cast<format::Op>(op)))] = latency_json(h);
   }
   if (with_all) j["all"] = latency_json(r.data_latency());
   return j;
@@ -100,17 +100,17 @@ std::string seconds(int64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
 ordered_json report_json(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
   ordered_json j;
   j["traces"] = o.traces;
-  put_op_counts(j, r);
-  j["GB_read"] = rounded(r.op(Op::kRead).bytes / 1e9, 1e6);
-  j["GB_written"] = rounded(r.op(Op::kWrite).bytes / 1e9, 1e6);
-  j["GB_discarded"] = rounded(r.op(Op::kDiscard).bytes / 1e9, 1e6);
-  j["GB_write_zeroes"] = rounded(r.op(Op::kWriteZeroes).bytes / 1e9, 1e6);
-  put_time_span(j, r);
+  format::put_op_counts(j, r);
+  j["GB_read"] = rounded(r.op(format::Op::kRead).bytes / 1e9, 1e6);
+  j["GB_written"] = rounded(r.op(format::Op::kWrite).bytes / 1e9, 1e6);
+  j["GB_discarded"] = rounded(r.op(format::Op::kDiscard).bytes / 1e9, 1e6);
+  j["GB_write_zeroes"] = rounded(r.op(format::Op::kWriteZeroes).bytes / 1e9, 1e6);
+  format::put_time_span(j, r);
   j["busy_time_ns"] = r.busy_ns;
   j["read_busy_time_ns"] = r.read_busy_ns;
   j["write_busy_time_ns"] = r.write_busy_ns;
   j["idle_ns"] = r.idle_ns();
-  const uint64_t rd = r.op(Op::kRead).bytes, wr = r.op(Op::kWrite).bytes;
+  const uint64_t rd = r.op(format::Op::kRead).bytes, wr = r.op(format::Op::kWrite).bytes;
   j["avg_data_rate_MBps"] = {{"read", rounded(data_rate_MBps(rd, r.read_busy_ns))},
                              {"write", rounded(data_rate_MBps(wr, r.write_busy_ns))},
                              {"combined", rounded(data_rate_MBps(rd + wr, r.busy_ns))}};
@@ -171,7 +171,7 @@ ordered_json phases_json(const Report& r, const v1::TraceHeader& header) {
     const v1::Phase& p = header.phases(k);
     const auto& f = r.phases[static_cast<size_t>(k)];
     const double seconds = f.duration_ns() / 1e9;
-    const uint64_t bytes = f.op(Op::kRead).bytes + f.op(Op::kWrite).bytes;
+    const uint64_t bytes = f.op(format::Op::kRead).bytes + f.op(format::Op::kWrite).bytes;
     ordered_json j;
     j["index"] = k;
     j["name"] = p.name();
@@ -184,10 +184,10 @@ ordered_json phases_json(const Report& r, const v1::TraceHeader& header) {
     j["data"] = p.data();
     j["threads"] = p.threads();
     j["ios"] = f.ios;
-    j["reads"] = f.op(Op::kRead).ios;
-    j["writes"] = f.op(Op::kWrite).ios;
-    j["bytes_read"] = f.op(Op::kRead).bytes;
-    j["bytes_written"] = f.op(Op::kWrite).bytes;
+    j["reads"] = f.op(format::Op::kRead).ios;
+    j["writes"] = f.op(format::Op::kWrite).ios;
+    j["bytes_read"] = f.op(format::Op::kRead).bytes;
+    j["bytes_written"] = f.op(format::Op::kWrite).bytes;
     j["duration_ns"] = f.duration_ns();
     j["busy_time_ns"] = f.busy_ns;
     j["iops"] = seconds > 0 ? rounded(f.ios / seconds, 1e3) : 0.0;
@@ -250,23 +250,26 @@ std::string replay_times(const v1::TraceHeader& header) {
 }  // namespace
 
 std::string report_text(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
-  const uint64_t rd = r.op(Op::kRead).bytes, wr = r.op(Op::kWrite).bytes;
+  const uint64_t rd = r.op(format::Op::kRead).bytes, wr = r.op(format::Op::kWrite).bytes;
   std::string out;
   std::vector<std::vector<std::string>> head = {
       {"trace", fmt::format("{}", fmt::join(o.traces, " "))},
       {"source", fmt::format("{} {}, {} device(s){}", v1::Source_Name(header.source()), header.source_detail(),
                              r.devices, r.devices > 1 ? " combined (pick one with --device)" : "")},
       {"times", header.source() != v1::SOURCE_REPLAY ? std::string()
-                : replay_times(header) == "device" ? std::string("device (block layer: issue to completion)")
-                : replay_times(header) == "user"   ? std::string("user (the replayer's submission to reap, host overhead included)")
-                                                   : std::string("unknown")},
-      {"IOs", fmt::format("{}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})", r.ios,
-                          r.op(Op::kRead).ios, r.op(Op::kWrite).ios, r.op(Op::kFlush).ios, r.op(Op::kDiscard).ios,
-                          r.op(Op::kWriteZeroes).ios, r.op(Op::kOther).ios)},
-      {"bytes", fmt::format("read {:.3f} GB, written {:.3f} GB, discarded {:.3f} GB, write-zeroes {:.3f} GB", rd / 1e9,
-                            wr / 1e9, r.op(Op::kDiscard).bytes / 1e9, r.op(Op::kWriteZeroes).bytes / 1e9)},
-      {"duration", fmt::format("{}  (first issue to last completion; idle {})", seconds(r.duration_ns()),
-                               seconds(r.idle_ns()))},
+                : replay_times(header) == "device"   ? std::string("device (block layer: issue to completion)")
+                : replay_times(header) == "user"
+                    ? std::string("user (the replayer's submission to reap, host overhead included)")
+                    : std::string("unknown")},
+      {"IOs",
+       fmt::format("{}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})", r.ios,
+                   r.op(format::Op::kRead).ios, r.op(format::Op::kWrite).ios, r.op(format::Op::kFlush).ios,
+                   r.op(format::Op::kDiscard).ios, r.op(format::Op::kWriteZeroes).ios, r.op(format::Op::kOther).ios)},
+      {"bytes",
+       fmt::format("read {:.3f} GB, written {:.3f} GB, discarded {:.3f} GB, write-zeroes {:.3f} GB", rd / 1e9, wr / 1e9,
+                   r.op(format::Op::kDiscard).bytes / 1e9, r.op(format::Op::kWriteZeroes).bytes / 1e9)},
+      {"duration",
+       fmt::format("{}  (first issue to last completion; idle {})", seconds(r.duration_ns()), seconds(r.idle_ns()))},
       {"busy", fmt::format("{} ({:.1f}% of the duration); reads {}, writes {}", seconds(r.busy_ns),
                            r.duration_ns() ? 100.0 * r.busy_ns / r.duration_ns() : 0.0, seconds(r.read_busy_ns),
                            seconds(r.write_busy_ns))},
@@ -276,8 +279,8 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
       {"service", fmt::format("{} us average (busy time / completed IOs)",
                               r.with_completion ? us(r.busy_ns / r.with_completion) : "-")},
       {"sequential", fmt::format("{:.1f}% of reads and writes", pct(r.sequential.sequential(), r.sequential.ios()))},
-      {"queue depth", fmt::format("mean {:.2f}, max {} (at issue, counting the IO)", r.queue_depth.mean(),
-                                  r.queue_depth.max())},
+      {"queue depth",
+       fmt::format("mean {:.2f}, max {} (at issue, counting the IO)", r.queue_depth.mean(), r.queue_depth.max())},
   };
   // The header rows are label + free text: left-align both.
   for (const auto& row : head)
@@ -293,7 +296,8 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
         rows.push_back({name, std::to_string(h.count()), us(static_cast<uint64_t>(h.mean())), us(h.percentile(50)),
                         us(h.percentile(90)), us(h.percentile(99)), us(h.percentile(99.9)), us(h.max())});
     };
-    for (int op = 0; op < kOpCount; ++op) add(std::string(op_name(static_cast<Op>(op))), r.latency[op].*which);
+    for (int op = 0; op < format::kOpCount; ++op)
+      add(std::string(format::op_name(static_cast<format::Op>(op))), r.latency[op].*which);
     if (with_all) add("read+write", r.data_latency());
     out += "\n" + table(rows);
   };

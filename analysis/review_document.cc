@@ -123,7 +123,7 @@ json to_json(const ReviewDocument& d) {
 }
 
 ReviewTestResult review_test_result_from_json(const json& j) {
-  if (!j.is_object()) throw InputError("a review test's result is not a JSON object");
+  if (!j.is_object()) throw format::InputError("a review test's result is not a JSON object");
   ReviewTestResult r;
   for (const auto& [key, value] : j.items()) {
     if (key == "test" && value.is_string()) {
@@ -148,7 +148,7 @@ ReviewTestResult review_test_result_from_json(const json& j) {
 }
 
 ReviewDocument review_document_from_json(const json& j) {
-  if (!j.is_object()) throw InputError("a review document is not a JSON object");
+  if (!j.is_object()) throw format::InputError("a review document is not a JSON object");
   ReviewDocument d;
   d.iotape_version = text(j, "iotape_version");
   if (j.contains("options")) {

@@ -449,9 +449,10 @@ void check_same_suite(const std::vector<ReviewDocument>& reviews, const std::vec
     for (const char* key : {"quick", "seed"}) {
       const json a = to_json(reviews[0].options)[key], b = to_json(reviews[i].options)[key];
       if (a != b)
-        throw UsageError(fmt::format("{} and {} ran different suites ({}: {} and {}): their figures are not "
-                                     "comparable; review both drives with the same options",
-                                     origins[0], origins[i], key, a.dump(), b.dump()));
+        throw format::UsageError(
+            fmt::format("{} and {} ran different suites ({}: {} and {}): their figures are not "
+                        "comparable; review both drives with the same options",
+                        origins[0], origins[i], key, a.dump(), b.dump()));
     }
 }
 

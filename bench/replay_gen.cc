@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   auto* d = h.add_devices();
   d->set_name("bench");
   d->set_size_bytes(span);
-  iotape::TraceWriter w(out, h);
+  iotape::format::TraceWriter w(out, h);
   std::ofstream log;
   if (!iolog.empty()) {
     log.open(iolog);
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(42);
   const uint64_t blocks = span / block;
   for (uint64_t i = 0; i < ios; ++i) {
-    iotape::Io io;
+    iotape::format::Io io;
     io.issue_ns = static_cast<int64_t>(i * 1'000'000'000ull / iops);
     io.complete_ns = io.issue_ns + static_cast<int64_t>(latency_us * 1000);
     io.offset = (rng() % blocks) * block;

@@ -33,7 +33,7 @@ double now_s() {
 void generate(const std::string& path, uint64_t n) {
   v1::TraceHeader h;
   h.set_source(v1::SOURCE_SYNTH);
-  TraceWriter w(path, h);
+  format::TraceWriter w(path, h);
   v1::Device d;
   d.set_major(259);
   d.set_minor(0);
@@ -52,10 +52,10 @@ void generate(const std::string& path, uint64_t n) {
   uint64_t next_offset[2] = {0, 0};
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t r = rnd();
-    Io io;
-    io.op = (r & 0xff) < 179 ? Op::kRead : Op::kWrite;
+    format::Io io;
+    io.op = (r & 0xff) < 179 ? format::Op::kRead : format::Op::kWrite;
     io.length = kSizes[(r >> 8) % std::size(kSizes)];
-    const int dir = io.op == Op::kWrite;
+    const int dir = io.op == format::Op::kWrite;
     io.offset = (r >> 12) % 4 == 0 ? next_offset[dir] : ((r >> 16) % (1ull << 26)) * 4096;  // ~25% sequential
     next_offset[dir] = io.offset + io.length;
     t += 2000 + static_cast<int64_t>((r >> 30) % 40000);  // 2-42 us between issues
@@ -126,13 +126,13 @@ int main(int argc, char** argv) {
                static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(n));
   }
   const Measured read = in_child([&] {
-    TraceReader r(path);
+    format::TraceReader r(path);
     uint64_t ios = 0;
     for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) ios += b.size();
     return ios;
   });
   const Measured report = in_child([&] {
-    TraceReader r(path);
+    format::TraceReader r(path);
     const analysis::Report rep = analysis::analyse(r);
     return rep.ios;
   });

@@ -29,15 +29,15 @@ double cpu_s() {
 
 // A capture-like stream: mostly small random IOs with sequential runs, a few
 // processes, completions a few hundred microseconds after issue.
-std::vector<Io> make_ios(size_t n) {
+std::vector<format::Io> make_ios(size_t n) {
   std::mt19937_64 rng(42);
   static const char* comms[] = {"postgres", "kworker/u8:2", "firefox", "jbd2/nvme0n1p2", "fio"};
   static const uint64_t sizes[] = {4096, 4096, 4096, 8192, 16384, 32768, 131072, 512};
-  std::vector<Io> ios(n);
+  std::vector<format::Io> ios(n);
   int64_t t = 1'000'000'000;
   uint64_t next_seq = 0;
   for (size_t i = 0; i < n; ++i) {
-    Io& io = ios[i];
+    format::Io& io = ios[i];
     t += static_cast<int64_t>(rng() % 100'000);
     io.issue_ns = t;
     io.queue_ns = t - static_cast<int64_t>(2'000 + rng() % 20'000);
@@ -45,7 +45,7 @@ std::vector<Io> make_ios(size_t n) {
     io.length = sizes[rng() % 8];
     io.offset = rng() % 2 ? next_seq : (rng() % (1ull << 38)) & ~4095ull;
     next_seq = io.offset + io.length;
-    io.op = rng() % 3 ? Op::kRead : Op::kWrite;
+    io.op = rng() % 3 ? format::Op::kRead : format::Op::kWrite;
     const int p = static_cast<int>(rng() % 5);
     io.pid = 1000 + static_cast<uint32_t>(p);
     io.comm = comms[p];
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::stoull(argv[1]) : 10'000'000;
   const std::string dir = argc > 2 ? argv[2] : "/dev/shm";
   const std::string path = dir + "/iotape-bench.iot";
-  const int level = WriterOptions{}.zstd_level;
-  const uint32_t chunk = WriterOptions{}.chunk_ios;
+  const int level = format::WriterOptions{}.zstd_level;
+  const uint32_t chunk = format::WriterOptions{}.chunk_ios;
   auto ios = make_ios(n);
   std::printf("%zu IOs, zstd level %d, %u IOs per chunk\n", n, level, chunk);
 
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   double t0 = cpu_s();
   uint64_t file_bytes;
   {
-    TraceWriter w(path, v1::TraceHeader{});
-    for (const Io& io : ios) w.append(io);
+    format::TraceWriter w(path, v1::TraceHeader{});
+    for (const format::Io& io : ios) w.append(io);
     w.close();
     file_bytes = w.stats().file_bytes;
   }
@@ -97,10 +97,10 @@ int main(int argc, char** argv) {
   t0 = cpu_s();
   uint64_t read = 0, checksum = 0;
   {
-    TraceReader r(path);
+    format::TraceReader r(path);
     for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) {
       read += b.size();
-      for (const Io& io : b) checksum += io.offset;
+      for (const format::Io& io : b) checksum += io.offset;
     }
   }
   const double read_s = cpu_s() - t0;
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < n; i += chunk) {
     const size_t m = std::min<size_t>(chunk, n - i);
     for (size_t k = 0; k < m; ++k) {
-      const Io& io = ios[i + k];
+      const format::Io& io = ios[i + k];
       RawRecord& r = raw[k];
       r = {io.issue_ns, io.queue_ns, io.complete_ns, io.offset, io.length, io.device, io.flags, io.pid,
            io.status, io.cpu, static_cast<uint8_t>(io.op), {}};
@@ -152,6 +152,6 @@ int main(int argc, char** argv) {
   std::printf("ratio iotape/raw: write %.2f, read %.2f, size %.3f\n", raw_write_s / write_s, raw_read_s / read_s,
               static_cast<double>(file_bytes) / raw_bytes);
   std::printf("peak RSS: %ld MB after generating the IOs (%zu MB of them) and writing; reading added %ld MB\n",
-              rss_before_read / 1024, n * sizeof(Io) >> 20, (rss_after_read - rss_before_read) / 1024);
+              rss_before_read / 1024, n * sizeof(format::Io) >> 20, (rss_after_read - rss_before_read) / 1024);
   return 0;
 }

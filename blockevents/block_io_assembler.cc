@@ -10,13 +10,13 @@
 
 #include <fmt/format.h>
 
-#include "format/error.h"
 #include "blockevents/sorted_spill.h"
 #include "format/blktrace_layout.h"
+#include "format/error.h"
 
 namespace iotape::blockevents {
 
-using namespace blktrace;  // events carry blktrace's action codes and category bits
+using namespace format::blktrace;  // events carry blktrace's action codes and category bits
 
 namespace {
 
@@ -33,14 +33,14 @@ struct Request {
   uint64_t start = 0;      // first sector
   uint64_t bytes = 0;
   uint64_t completed = 0;  // bytes completed so far: C events may complete a request in parts
-  int64_t queue_ns = kNoTime;
-  int64_t issue_ns = kNoTime;
+  int64_t queue_ns = format::kNoTime;
+  int64_t issue_ns = format::kNoTime;
   int32_t status = 0;
   uint32_t pid = 0;
   std::string comm;
   uint64_t cgroup = 0;
   int32_t cpu = -1;
-  Op op = Op::kRead;
+  format::Op op = format::Op::kRead;
   uint32_t flags = 0;
   bool remapped = false;  // moved here by an A event, not yet queued on this device
   bool empty_preflush = false;  // queued as a write of no data with a preflush (an fsync's)
@@ -109,21 +109,21 @@ class Requests {
   std::map<Key, std::vector<Request>> map_;
 };
 
-Op op_of(const TraceEvent& ev) {
+format::Op op_of(const TraceEvent& ev) {
   const uint32_t c = ev.categories();
-  if (ev.zone_command) return Op::kOther;
-  if (c & category::kDiscard) return Op::kDiscard;
-  if ((c & category::kFlush) && ev.bytes == 0) return Op::kFlush;
-  return (c & category::kWrite) ? Op::kWrite : Op::kRead;
+  if (ev.zone_command) return format::Op::kOther;
+  if (c & category::kDiscard) return format::Op::kDiscard;
+  if ((c & category::kFlush) && ev.bytes == 0) return format::Op::kFlush;
+  return (c & category::kWrite) ? format::Op::kWrite : format::Op::kRead;
 }
 
-uint32_t flags_of(uint32_t c, Op op) {
+uint32_t flags_of(uint32_t c, format::Op op) {
   uint32_t f = 0;
-  if (c & category::kSync) f |= flag::kSync;
-  if (c & category::kFua) f |= flag::kFua;
-  if ((c & category::kFlush) && op != Op::kFlush) f |= flag::kPreflush;
-  if (c & category::kMeta) f |= flag::kMeta;
-  if (c & category::kAhead) f |= flag::kReadahead;
+  if (c & category::kSync) f |= format::flag::kSync;
+  if (c & category::kFua) f |= format::flag::kFua;
+  if ((c & category::kFlush) && op != format::Op::kFlush) f |= format::flag::kPreflush;
+  if (c & category::kMeta) f |= format::flag::kMeta;
+  if (c & category::kAhead) f |= format::flag::kReadahead;
   return f;
 }
 
@@ -222,11 +222,11 @@ class BlockIoAssembler::Impl {
         queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time), place));
         break;
       case kGetrq:
-        if (!queued_.front(k)) queued_.put(k, submitted(ev, kNoTime, place));
+        if (!queued_.front(k)) queued_.put(k, submitted(ev, format::kNoTime, place));
         break;
       case kInsert:
         if (Request* r = queued_.front(k))
-          r->queue_ns = r->queue_ns == kNoTime ? static_cast<int64_t>(ev.time) : r->queue_ns;
+          r->queue_ns = r->queue_ns == format::kNoTime ? static_cast<int64_t>(ev.time) : r->queue_ns;
         else
           queued_.put(k, submitted(ev, static_cast<int64_t>(ev.time), place));
         break;
@@ -262,7 +262,7 @@ class BlockIoAssembler::Impl {
       case kRequeue:
         if (in_flight_.front(k)) {
           Request r = in_flight_.take_front(k);
-          r.issue_ns = kNoTime;
+          r.issue_ns = format::kNoTime;
           queued_.put(k, std::move(r));
           ++requeues_;
         }
@@ -285,15 +285,15 @@ class BlockIoAssembler::Impl {
       });
     } else if (!issued && !completed) {
       queued_.take_if([this](Key k, const Request& r) {
-        if (r.queue_ns == kNoTime) return false;  // a G alone: no time to give it
-        Io io = io_of(r, k.dev, r.place);
-        io.issue_ns = std::exchange(io.queue_ns, kNoTime);
+        if (r.queue_ns == format::kNoTime) return false;  // a G alone: no time to give it
+        format::Io io = io_of(r, k.dev, r.place);
+        io.issue_ns = std::exchange(io.queue_ns, format::kNoTime);
         hold(io);
         return true;
       });
     }
     const uint64_t held = held_ios_;
-    if (held_) held_->drain([this](const Io& io) { out_.append(io); });
+    if (held_) held_->drain([this](const format::Io& io) { out_.append(io); });
     report_.ios += held;
 
     auto note = [this](uint64_t n, const char* what) {
@@ -321,10 +321,10 @@ class BlockIoAssembler::Impl {
   }
 
   int64_t oldest_outstanding_ns(int64_t floor_ns) const {
-    int64_t oldest = kNoTime;
+    int64_t oldest = format::kNoTime;
     auto visit = [&](const Request& r) {
-      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
-      if (t != kNoTime && t >= floor_ns && (oldest == kNoTime || t < oldest)) oldest = t;
+      const int64_t t = r.queue_ns != format::kNoTime ? r.queue_ns : r.issue_ns;
+      if (t != format::kNoTime && t >= floor_ns && (oldest == format::kNoTime || t < oldest)) oldest = t;
     };
     queued_.for_each(visit);
     in_flight_.for_each(visit);
@@ -343,7 +343,7 @@ class BlockIoAssembler::Impl {
       return true;
     });
     queued_.take_if([&](Key, const Request& r) {
-      const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
+      const int64_t t = r.queue_ns != format::kNoTime ? r.queue_ns : r.issue_ns;
       return t < before_ns;
     });
     report_.ios += written;
@@ -433,7 +433,7 @@ class BlockIoAssembler::Impl {
       std::optional<Request> bio;
       if (queued_.front(k)) bio = queued_.take_front(k);
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
-      if (bio && bio->empty_preflush && bio->queue_ns != kNoTime) return complete_unissued(*bio, ev, place);
+      if (bio && bio->empty_preflush && bio->queue_ns != format::kNoTime) return complete_unissued(*bio, ev, place);
       if (!bio && ev.bytes == 0 && (ev.categories() & category::kWrite)) {
         // Without queue events (blktrace -a issue,complete), an fsync's empty
         // write shows only as the C of a write of no data, at sector 0 (its
@@ -468,7 +468,7 @@ class BlockIoAssembler::Impl {
     }
     if (ev.sectorless) r->start = ev.sector;
     const Request done = in_flight_.take_front(k);
-    Io io = io_of(done, ev.dev, place);
+    format::Io io = io_of(done, ev.dev, place);
     io.complete_ns = static_cast<int64_t>(ev.time);
     out_.append(io);
     ++report_.ios;
@@ -478,12 +478,12 @@ class BlockIoAssembler::Impl {
   // its issue time is its queue time (as the eBPF back end records it), or
   // its completion time when it was not seen queued.
   void complete_unissued(Request r, const TraceEvent& ev, const EventPlace& place) {
-    r.issue_ns = r.queue_ns != kNoTime ? r.queue_ns : static_cast<int64_t>(ev.time);
-    r.op = Op::kWrite;
-    r.flags |= flag::kPreflush;
+    r.issue_ns = r.queue_ns != format::kNoTime ? r.queue_ns : static_cast<int64_t>(ev.time);
+    r.op = format::Op::kWrite;
+    r.flags |= format::flag::kPreflush;
     const int16_t err = static_cast<int16_t>(ev.error);
     r.status = err > 0 ? -err : err;
-    Io io = io_of(r, ev.dev, place);
+    format::Io io = io_of(r, ev.dev, place);
     io.complete_ns = static_cast<int64_t>(ev.time);
     out_.append(io);
     ++report_.ios;
@@ -499,9 +499,9 @@ class BlockIoAssembler::Impl {
     set_op(r, ev);
     const int16_t err = static_cast<int16_t>(ev.error);
     r.status = err > 0 ? -err : err;
-    Io io = io_of(r, ev.dev, place);
-    io.queue_ns = kNoTime;  // each time is written once: the queue time stands as issue time
-    if (r.queue_ns == kNoTime) {
+    format::Io io = io_of(r, ev.dev, place);
+    io.queue_ns = format::kNoTime;  // each time is written once: the queue time stands as issue time
+    if (r.queue_ns == format::kNoTime) {
       io.issue_ns = static_cast<int64_t>(ev.time);
     } else {
       io.issue_ns = r.queue_ns;
@@ -510,7 +510,7 @@ class BlockIoAssembler::Impl {
     hold(io);
   }
 
-  void hold(const Io& io) {
+  void hold(const format::Io& io) {
     if (!held_) held_.emplace(options_.sort_run_ios, options_.spill_dir);
     held_->add(io);
     ++held_ios_;
@@ -518,8 +518,8 @@ class BlockIoAssembler::Impl {
 
   // The IO of request `r` on `dev`, without its completion; its process name
   // points into `r` or the names known.
-  Io io_of(const Request& r, uint32_t dev, const EventPlace& place) {
-    Io io;
+  format::Io io_of(const Request& r, uint32_t dev, const EventPlace& place) {
+    format::Io io;
     if (r.start > UINT64_MAX / kSector || r.start * kSector + r.bytes < r.start * kSector)
       throw place.error("sector " + std::to_string(r.start) + " is out of range");
     io.offset = r.start * kSector;
@@ -571,9 +571,8 @@ class BlockIoAssembler::Impl {
   uint64_t held_ios_ = 0;
 };
 
-
-InputError EventPlace::error(const std::string& why) const {
-  return is_line ? error_at_line(*file, at, why) : error_at_byte(*file, at, why);
+format::InputError EventPlace::error(const std::string& why) const {
+  return is_line ? format::error_at_line(*file, at, why) : format::error_at_byte(*file, at, why);
 }
 
 BlockIoAssembler::BlockIoAssembler(IoOutput& out, ImportReport& report, const ImportOptions& options)

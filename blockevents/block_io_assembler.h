@@ -39,11 +39,11 @@
 #include <memory>
 #include <string>
 
-#include "iotape/v1/trace.pb.h"
 #include "blockevents/events.h"
 #include "blockevents/import_report.h"
 #include "format/io.h"
 #include "format/writer.h"
+#include "iotape/v1/trace.pb.h"
 
 namespace iotape::blockevents {
 
@@ -54,20 +54,20 @@ class IoOutput {
   // The index IOs on `device` carry.
   virtual uint32_t add_device(const v1::Device& device) = 0;
   // `io`'s comm points into the caller until append returns.
-  virtual void append(const Io& io) = 0;
+  virtual void append(const format::Io& io) = 0;
   virtual void set_metadata(const std::string& key, const std::string& value) = 0;
 };
 
 // The output of an import: the trace being written.
 class WriterOutput final : public IoOutput {
  public:
-  explicit WriterOutput(TraceWriter& out) : out_(out) {}
+  explicit WriterOutput(format::TraceWriter& out) : out_(out) {}
   uint32_t add_device(const v1::Device& device) override { return out_.add_device(device); }
-  void append(const Io& io) override { out_.append(io); }
+  void append(const format::Io& io) override { out_.append(io); }
   void set_metadata(const std::string& key, const std::string& value) override { out_.set_metadata(key, value); }
 
  private:
-  TraceWriter& out_;
+  format::TraceWriter& out_;
 };
 
 class BlockIoAssembler {

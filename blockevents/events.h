@@ -45,7 +45,7 @@ struct EventPlace {
   const std::string* file = nullptr;
   uint64_t at = 0;
   bool is_line = false;
-  InputError error(const std::string& why) const;
+  format::InputError error(const std::string& why) const;
 };
 
 }  // namespace iotape::blockevents

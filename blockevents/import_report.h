@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace iotape {
+namespace iotape::blockevents {
 
 struct ImportReport {
   uint64_t records = 0;             // input records (lines, binary records, events) read
@@ -25,4 +25,4 @@ struct ImportOptions {
   std::string spill_dir;             // where spilled runs go; empty = $TMPDIR or /tmp
 };
 
-}  // namespace iotape
+}  // namespace iotape::blockevents

@@ -29,29 +29,29 @@ void process_name(std::string_view payload, std::string& name) {
 
 }  // namespace
 
-blktrace::Record RecordDecoder::header(const char* p) const {
-  blktrace::Record h;
+format::blktrace::Record RecordDecoder::header(const char* p) const {
+  format::blktrace::Record h;
   std::memcpy(&h, p, sizeof h);
-  return swap_ ? blktrace::byte_swapped(h) : h;
+  return swap_ ? format::blktrace::byte_swapped(h) : h;
 }
 
 size_t RecordDecoder::record_size(const char* p, uint64_t at) {
   if (at == 0) {
     uint32_t magic;
     std::memcpy(&magic, p, sizeof magic);
-    swap_ = !blktrace::is_magic(magic) && blktrace::is_magic(bswap(magic));
+    swap_ = !format::blktrace::is_magic(magic) && format::blktrace::is_magic(bswap(magic));
   }
-  const blktrace::Record h = header(p);
-  if (!blktrace::is_magic(h.magic)) throw error_at_byte(name_, at, "bad magic: not a blktrace record");
-  if ((h.magic & 0xff) != blktrace::kVersion)
-    throw error_at_byte(name_, at, "unsupported blktrace version " + std::to_string(h.magic & 0xff));
+  const format::blktrace::Record h = header(p);
+  if (!format::blktrace::is_magic(h.magic)) throw format::error_at_byte(name_, at, "bad magic: not a blktrace record");
+  if ((h.magic & 0xff) != format::blktrace::kVersion)
+    throw format::error_at_byte(name_, at, "unsupported blktrace version " + std::to_string(h.magic & 0xff));
   if (h.time > static_cast<uint64_t>(INT64_MAX))
-    throw error_at_byte(name_, at, "timestamp " + std::to_string(h.time) + " is out of range");
+    throw format::error_at_byte(name_, at, "timestamp " + std::to_string(h.time) + " is out of range");
   return sizeof h + h.pdu_len;
 }
 
 const TraceEvent& RecordDecoder::decode(const char* p, uint64_t at) {
-  const blktrace::Record h = header(p);
+  const format::blktrace::Record h = header(p);
   ev_.time = h.time;
   ev_.sector = h.sector;
   ev_.bytes = h.bytes;
@@ -62,9 +62,9 @@ const TraceEvent& RecordDecoder::decode(const char* p, uint64_t at) {
   ev_.error = h.error;
   std::string_view payload(p + sizeof h, h.pdu_len);
   ev_.cgroup = 0;
-  if (ev_.action & blktrace::kCgroupFlag) {
+  if (ev_.action & format::blktrace::kCgroupFlag) {
     if (payload.size() < sizeof(uint64_t))
-      throw error_at_byte(name_, at, "cgroup flag set but the payload has no cgroup id");
+      throw format::error_at_byte(name_, at, "cgroup flag set but the payload has no cgroup id");
     uint64_t cgroup;
     std::memcpy(&cgroup, payload.data(), sizeof cgroup);
     ev_.cgroup = swap_ ? bswap(cgroup) : cgroup;
@@ -76,7 +76,7 @@ const TraceEvent& RecordDecoder::decode(const char* p, uint64_t at) {
 
 // The payload values the assembler uses; a payload too short for them is an error.
 void RecordDecoder::decode_payload(std::string_view payload, uint64_t at) {
-  using namespace blktrace;
+  using namespace format::blktrace;
   ev_.comm = {};
   const uint32_t c = ev_.categories();
   if (c & category::kNotify) {
@@ -89,10 +89,10 @@ void RecordDecoder::decode_payload(std::string_view payload, uint64_t at) {
   if (c & category::kPassthrough) return;
   if (ev_.what() == kSplit) {
     if (payload.size() < sizeof(uint64_t))
-      throw error_at_byte(name_, at, "split event without the new sector in its payload");
+      throw format::error_at_byte(name_, at, "split event without the new sector in its payload");
     ev_.split_sector = big_endian<uint64_t>(payload.data());
   } else if (ev_.what() == kRemap) {
-    if (payload.size() < 16) throw error_at_byte(name_, at, "remap event with a short payload");
+    if (payload.size() < 16) throw format::error_at_byte(name_, at, "remap event with a short payload");
     ev_.remap_from_dev = big_endian<uint32_t>(payload.data());
     ev_.remap_to_dev = big_endian<uint32_t>(payload.data() + 4);
     ev_.remap_from_sector = big_endian<uint64_t>(payload.data() + 8);

@@ -31,7 +31,7 @@ class RecordDecoder {
   const std::string& name() const { return name_; }
 
  private:
-  blktrace::Record header(const char* p) const;
+  format::blktrace::Record header(const char* p) const;
   void decode_payload(std::string_view payload, uint64_t at);
 
   std::string name_;

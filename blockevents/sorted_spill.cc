@@ -10,7 +10,7 @@
 
 #include "format/error.h"
 
-namespace iotape {
+namespace iotape::blockevents {
 namespace {
 
 // Records beyond this much memory (long process names) make a run spill early.
@@ -41,14 +41,14 @@ class RunReader {
   std::string_view text() const { return text_; }
   void next() {
     if (std::fread(&header_, sizeof header_, 1, f_) != 1) {
-      if (std::ferror(f_)) throw error_errno(dir_, "cannot read a spilled sort run", errno);
+      if (std::ferror(f_)) throw format::error_errno(dir_, "cannot read a spilled sort run", errno);
       done_ = true;
       return;
     }
     text_.resize(header_.text_len);
     if (std::fread(fixed_.data(), 1, fixed_.size(), f_) != fixed_.size() ||
         (header_.text_len && std::fread(text_.data(), 1, header_.text_len, f_) != header_.text_len))
-      throw InputError(dir_ + ": a spilled sort run is cut short");
+      throw format::InputError(dir_ + ": a spilled sort run is cut short");
   }
 
  private:
@@ -66,7 +66,7 @@ struct IoRecord {
   uint64_t offset, length, cgroup;
   uint32_t device, flags, pid;
   int32_t status, cpu;
-  Op op;
+  format::Op op;
 };
 
 }  // namespace
@@ -89,12 +89,12 @@ void RecordSpill::spill() {
   std::stable_sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.key < b.key; });
   std::string path = dir_ + "/iotape-sort-XXXXXX";
   const int fd = ::mkstemp(path.data());
-  if (fd < 0) throw error_errno(path, "cannot create a temporary file for sorting", errno);
+  if (fd < 0) throw format::error_errno(path, "cannot create a temporary file for sorting", errno);
   ::unlink(path.c_str());  // removed when closed, whatever happens
   std::FILE* f = ::fdopen(fd, "w+b");
   if (!f) {
     ::close(fd);
-    throw error_errno(path, "cannot open a temporary file for sorting", errno);
+    throw format::error_errno(path, "cannot open a temporary file for sorting", errno);
   }
   runs_.push_back(f);
   ++spilled_;
@@ -102,9 +102,9 @@ void RecordSpill::spill() {
     const RecordHeader r{h.key, h.text_len};
     if (std::fwrite(&r, sizeof r, 1, f) != 1 ||
         std::fwrite(arena_.data() + h.at, 1, fixed_bytes_ + h.text_len, f) != fixed_bytes_ + h.text_len)
-      throw error_errno(dir_, "cannot write a spilled sort run", errno);
+      throw format::error_errno(dir_, "cannot write a spilled sort run", errno);
   }
-  if (std::fflush(f) != 0) throw error_errno(dir_, "cannot write a spilled sort run", errno);
+  if (std::fflush(f) != 0) throw format::error_errno(dir_, "cannot write a spilled sort run", errno);
   held_.clear();
   arena_.clear();
 }
@@ -154,7 +154,7 @@ void RecordSpill::drain(const std::function<void(const void* fixed, std::string_
 
 SortedSpill::SortedSpill(size_t run_ios, std::string dir) : records_(sizeof(IoRecord), run_ios, std::move(dir)) {}
 
-void SortedSpill::add(const Io& io) {
+void SortedSpill::add(const format::Io& io) {
   const IoRecord r{.issue_ns = io.issue_ns, .queue_ns = io.queue_ns, .complete_ns = io.complete_ns,
                    .source_index = io.source_index, .offset = io.offset, .length = io.length, .cgroup = io.cgroup,
                    .device = io.device, .flags = io.flags, .pid = io.pid, .status = io.status, .cpu = io.cpu,
@@ -162,7 +162,7 @@ void SortedSpill::add(const Io& io) {
   records_.add(io.issue_ns, &r, io.comm);
 }
 
-void SortedSpill::drain(const std::function<void(const Io&)>& append) {
+void SortedSpill::drain(const std::function<void(const format::Io&)>& append) {
   records_.drain([&append](const void* fixed, std::string_view comm) {
     IoRecord r;
     std::memcpy(&r, fixed, sizeof r);
@@ -172,4 +172,4 @@ void SortedSpill::drain(const std::function<void(const Io&)>& append) {
   });
 }
 
-}  // namespace iotape
+}  // namespace iotape::blockevents

@@ -14,7 +14,7 @@
 
 #include "format/io.h"
 
-namespace iotape {
+namespace iotape::blockevents {
 
 // Records of any kind, sorted by a 64-bit key: each is `fixed_bytes` bytes
 // copied as they are (a trivially copyable struct) and a string of any length
@@ -58,10 +58,10 @@ class SortedSpill {
   explicit SortedSpill(size_t run_ios = 1 << 20, std::string dir = "");
 
   // Holds a copy of `io` (its comm included).
-  void add(const Io& io);
+  void add(const format::Io& io);
   // Passes every IO held to `append`, in issue-time order, and empties the
   // sorter. The IO's comm points into the sorter until `append` returns.
-  void drain(const std::function<void(const Io&)>& append);
+  void drain(const std::function<void(const format::Io&)>& append);
 
   uint64_t spilled_runs() const { return records_.spilled_runs(); }
 
@@ -69,4 +69,4 @@ class SortedSpill {
   RecordSpill records_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::blockevents

@@ -31,12 +31,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/blktrace_backend.h"
-#include "host/clocks.h"
 #include "blockevents/block_io_assembler.h"
 #include "blockevents/record_decoder.h"
+#include "capture/blktrace_backend.h"
 #include "format/blktrace_layout.h"
 #include "format/error.h"
+#include "host/clocks.h"
 
 namespace iotape::capture {
 namespace {
@@ -68,11 +68,11 @@ std::string read_file(const std::string& path) {
 
 void write_file(const std::string& path, const std::string& value) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) throw error_errno(path, "cannot open", errno);
+  if (fd < 0) throw format::error_errno(path, "cannot open", errno);
   const ssize_t n = ::write(fd, value.data(), value.size());
   const int err = errno;
   ::close(fd);
-  if (n != static_cast<ssize_t>(value.size())) throw error_errno(path, "cannot write '" + value + "'", err);
+  if (n != static_cast<ssize_t>(value.size())) throw format::error_errno(path, "cannot write '" + value + "'", err);
 }
 
 // The selected entry of a tracefs choice file: "[local] global boot" -> "local".
@@ -85,7 +85,7 @@ void ensure_tracefs() {
   struct stat st;
   if (::stat((kTracefs + "/trace_pipe").c_str(), &st) == 0) return;
   if (::mount("nodev", kTracefs.c_str(), "tracefs", 0, nullptr) != 0)
-    throw error_errno(kTracefs, "cannot mount tracefs", errno);
+    throw format::error_errno(kTracefs, "cannot mount tracefs", errno);
 }
 
 // Sets a tracefs (or sysfs) file and puts the old value back on destruction.
@@ -116,7 +116,7 @@ class Setting {
 class TgidRecording {
  public:
   TgidRecording() : dir_(kTracefs + "/instances/iotape-tgid-" + std::to_string(::getpid())) {
-    if (::mkdir(dir_.c_str(), 0700) != 0) throw error_errno(dir_, "cannot make a trace instance", errno);
+    if (::mkdir(dir_.c_str(), 0700) != 0) throw format::error_errno(dir_, "cannot make a trace instance", errno);
     try {
       write_file(dir_ + "/options/record-tgid", "1");
       write_file(dir_ + "/events/sched/sched_process_exit/enable", "1");
@@ -180,11 +180,12 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     ensure_tracefs();
     const std::string tracer = read_file(kTracefs + "/current_tracer");
     if (tracer != "nop")
-      throw TraceError("the ftrace tracer is busy (current_tracer is " + tracer + " in " + kTracefs +
-                       "): another tool is tracing, or a recorder was killed; "
-                       "`echo nop > " + kTracefs + "/current_tracer` frees it");
+      throw format::TraceError("the ftrace tracer is busy (current_tracer is " + tracer + " in " + kTracefs +
+                               "): another tool is tracing, or a recorder was killed; "
+                               "`echo nop > " +
+                               kTracefs + "/current_tracer` frees it");
     for (uint32_t i = 0; i < o.devices.size(); ++i)
-      index_[blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
+      index_[format::blktrace::device(o.devices[i].major, o.devices[i].minor)] = i;
     change(kTracefs + "/trace_clock", "boot", selected(read_file(kTracefs + "/trace_clock")));
     change(kTracefs + "/options/blk_cgroup", "0");  // a cgroup id would lengthen the records
     tgids_ = std::make_unique<TgidRecording>();
@@ -209,7 +210,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
       const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
       if (fd < 0) {
         if (errno == ENOENT) continue;  // not a possible CPU
-        throw error_errno(path, "cannot open", errno);
+        throw format::error_errno(path, "cannot open", errno);
       }
       cpus_.push_back(std::make_unique<CpuStream>(fd, path));
     }
@@ -257,7 +258,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     const int64_t merged = read_and_merge(false);
     sink_ = nullptr;
     const int64_t held = assembler_.oldest_outstanding_ns(floor_ns);
-    return std::max(held == kNoTime ? merged : std::min(held, merged), floor_ns);
+    return std::max(held == format::kNoTime ? merged : std::min(held, merged), floor_ns);
   }
 
   uint64_t dropped() override { return overruns() - overrun_base_; }
@@ -324,12 +325,12 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   // length of the data, then events each with a 5-bit type or length and a
   // 27-bit time delta.
   void parse_page(CpuStream& c, size_t n) {
-    if (n < kPageHeader) throw error_at_byte(c.decoder.name(), c.offset, "a ring buffer page cut short");
+    if (n < kPageHeader) throw format::error_at_byte(c.decoder.name(), c.offset, "a ring buffer page cut short");
     const char* page = page_.data();
     uint64_t ts = load<uint64_t>(page);
     const size_t end = kPageHeader + std::min<size_t>(load<uint64_t>(page + 8) & kCommitMask, n - kPageHeader);
     size_t at = kPageHeader;
-    auto fail = [&](const std::string& why) { return error_at_byte(c.decoder.name(), c.offset + at, why); };
+    auto fail = [&](const std::string& why) { return format::error_at_byte(c.decoder.name(), c.offset + at, why); };
     while (at + 4 <= end) {
       const uint32_t header = load<uint32_t>(page + at);
       const uint32_t type = header & 0x1f, delta = header >> 5;
@@ -359,23 +360,27 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   // One ftrace blk entry as the blktrace record it stands for.
   void add_entry(CpuStream& c, const char* entry, size_t len, uint64_t ts, uint64_t at) {
-    if (len < sizeof(blktrace::Record)) return;  // not the blk tracer's
+    if (len < sizeof(format::blktrace::Record)) return;  // not the blk tracer's
     // Most events are plugs and unplugs, which make no IO: skip them, and
     // other devices' events, before decoding.
-    switch (load<uint32_t>(entry + offsetof(blktrace::Record, action)) & 0xffff) {
-      case blktrace::kPlug: case blktrace::kUnplug: case blktrace::kUnplugTimer: case blktrace::kSleeprq:
-      case blktrace::kBounce:
+    switch (load<uint32_t>(entry + offsetof(format::blktrace::Record, action)) & 0xffff) {
+      case format::blktrace::kPlug:
+      case format::blktrace::kUnplug:
+      case format::blktrace::kUnplugTimer:
+      case format::blktrace::kSleeprq:
+      case format::blktrace::kBounce:
         return;
-      case blktrace::kRemap:
+      case format::blktrace::kRemap:
         break;  // may come from another device
       default:
-        if (!index_.contains(load<uint32_t>(entry + offsetof(blktrace::Record, device)))) return;
+        if (!index_.contains(load<uint32_t>(entry + offsetof(format::blktrace::Record, device)))) return;
     }
-    const size_t size = sizeof(blktrace::Record) + load<uint16_t>(entry + offsetof(blktrace::Record, pdu_len));
+    const size_t size =
+        sizeof(format::blktrace::Record) + load<uint16_t>(entry + offsetof(format::blktrace::Record, pdu_len));
     if (size > len) return;
     record_.resize(size);
-    blktrace::Record head{};
-    head.magic = blktrace::kMagic | blktrace::kVersion;
+    format::blktrace::Record head{};
+    head.magic = format::blktrace::kMagic | format::blktrace::kVersion;
     head.time = ts;
     std::memcpy(record_.data(), &head, kEntryOverlay);
     std::memcpy(record_.data() + kEntryOverlay, entry + kEntryOverlay, size - kEntryOverlay);
@@ -384,7 +389,8 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     // Q, G and I run in the submitter's context: they give the IO its
     // process, looked up now, while the thread most likely still lives. The
     // name points into the thread cache.
-    if (const uint32_t w = ev.what(); w == blktrace::kQueue || w == blktrace::kGetrq || w == blktrace::kInsert) {
+    if (const uint32_t w = ev.what();
+        w == format::blktrace::kQueue || w == format::blktrace::kGetrq || w == format::blktrace::kInsert) {
       const Thread& t = thread(ev.pid);
       ev.pid = t.tgid;
       ev.comm = t.comm;
@@ -437,10 +443,10 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   // blockevents::IoOutput: the IOs the assembler completes, filtered as asked.
   uint32_t add_device(const v1::Device& d) override {
-    const auto it = index_.find(blktrace::device(d.major(), d.minor()));
+    const auto it = index_.find(format::blktrace::device(d.major(), d.minor()));
     return it == index_.end() ? kNoDevice : it->second;
   }
-  void append(const Io& io) override {
+  void append(const format::Io& io) override {
     if (io.device == kNoDevice || !sink_) return;
     if (opt_.pid || !opt_.comm.empty()) {
       const bool anonymous = io.pid == 0;
@@ -487,7 +493,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   std::vector<std::unique_ptr<CpuStream>> cpus_;
   std::vector<char> page_ = std::vector<char>(1 << 20);  // a read returns one page (sub-buffer) at most
   std::string record_;
-  ImportReport report_;
+  blockevents::ImportReport report_;
   blockevents::BlockIoAssembler assembler_{*this, report_};
   const observer::IoSink* sink_ = nullptr;
   struct CachedThread {

@@ -10,12 +10,12 @@ namespace {
 // come in completion order, which is issue order but for IOs that overtook a
 // few others, so insertion sort moves each IO a few places at most; a run far
 // from sorted goes to std::stable_sort once the moves pass a few per IO.
-void sort_run(std::vector<Io>& ios) {
+void sort_run(std::vector<format::Io>& ios) {
   const size_t budget = 8 * ios.size();
   size_t moves = 0;
   for (size_t i = 1; i < ios.size(); ++i) {
     if (ios[i].issue_ns >= ios[i - 1].issue_ns) continue;
-    const Io io = ios[i];
+    const format::Io io = ios[i];
     size_t j = i;
     do {
       ios[j] = ios[j - 1];
@@ -25,7 +25,8 @@ void sort_run(std::vector<Io>& ios) {
     if (moves > budget) {
       // The prefix is sorted stably and the rest is in arrival order, so this
       // gives what sorting the arrival order would.
-      std::stable_sort(ios.begin(), ios.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+      std::stable_sort(ios.begin(), ios.end(),
+                       [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; });
       return;
     }
   }
@@ -35,7 +36,7 @@ void sort_run(std::vector<Io>& ios) {
 
 IssueOrder::IssueOrder(size_t max_ios) : max_ios_(max_ios) {}
 
-void IssueOrder::add(const Io& io) {
+void IssueOrder::add(const format::Io& io) {
   open_.push_back(io);
   open_.back().comm = names_.intern(io.comm);
   ++held_;
@@ -65,7 +66,7 @@ void IssueOrder::release(int64_t before_ns, const observer::IoSink& emit, bool d
     const Run* rival = runs_.size() > 1 ? &runs_[1] : nullptr;
     if (runs_.size() > 2 && after(runs_[1], runs_[2])) rival = &runs_[2];
     for (;;) {
-      const Io& io = top.ios[top.next];
+      const format::Io& io = top.ios[top.next];
       if (io.issue_ns >= cutoff && held_ <= max_ios_) return;
       emit(io);
       --held_;
@@ -84,11 +85,11 @@ void IssueOrder::release(int64_t before_ns, const observer::IoSink& emit, bool d
 }
 
 int64_t IssueOrder::earliest_completion() const {
-  int64_t earliest = kNoTime;
-  const auto consider = [&](const Io& io) {
-    if (io.has_complete() && (earliest == kNoTime || io.complete_ns < earliest)) earliest = io.complete_ns;
+  int64_t earliest = format::kNoTime;
+  const auto consider = [&](const format::Io& io) {
+    if (io.has_complete() && (earliest == format::kNoTime || io.complete_ns < earliest)) earliest = io.complete_ns;
   };
-  for (const Io& io : open_) consider(io);
+  for (const format::Io& io : open_) consider(io);
   for (const Run& run : runs_)
     for (size_t i = run.next; i < run.ios.size(); ++i) consider(run.ios[i]);
   return earliest;

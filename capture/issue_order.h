@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "observer/backend.h"
 #include "format/name_interner.h"
+#include "observer/backend.h"
 
 namespace iotape::capture {
 
@@ -24,7 +24,7 @@ class IssueOrder {
   // At most `max_ios` are held; beyond it the oldest go out early.
   explicit IssueOrder(size_t max_ios);
 
-  void add(const Io& io);  // copies the IO; its comm is interned here
+  void add(const format::Io& io);  // copies the IO; its comm is interned here
   void seal();             // ends the current run: call after each poll
   // Emits, in issue order, the IOs issued before `before_ns` (all of them
   // with drain).
@@ -36,7 +36,7 @@ class IssueOrder {
 
  private:
   struct Run {
-    std::vector<Io> ios;
+    std::vector<format::Io> ios;
     size_t next;   // first IO not yet emitted
     uint64_t seq;  // sealing order: of two equal fronts, the earlier run's goes first
     int64_t front() const { return ios[next].issue_ns; }
@@ -49,13 +49,13 @@ class IssueOrder {
   size_t max_ios_;
   size_t held_ = 0;
   uint64_t sealed_ = 0;
-  std::vector<Io> open_;
+  std::vector<format::Io> open_;
   std::vector<Run> runs_;                // a heap: the run whose front goes out next on top
   // Emptied runs' vectors, all kept: their pages are already mapped (a fresh
   // vector's page faults cost the recorder 8% of its CPU), and there are never
   // more of them than runs held at once.
-  std::vector<std::vector<Io>> spare_;
-  NameInterner names_;
+  std::vector<std::vector<format::Io>> spare_;
+  format::NameInterner names_;
 };
 
 }  // namespace iotape::capture

@@ -13,9 +13,9 @@
 
 #include "capture/blktrace_backend.h"
 #include "capture/issue_order.h"
+#include "format/error.h"
 #include "host/clocks.h"
 #include "host/cpu_idle.h"
-#include "format/error.h"
 
 namespace iotape::capture {
 namespace {
@@ -37,7 +37,7 @@ int64_t clock_ns(clockid_t id) {
 
 std::string random_id() {
   unsigned char b[16];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) throw error_errno("getrandom", "cannot make a trace id", errno);
+  if (::getrandom(b, sizeof b, 0) != sizeof b) throw format::error_errno("getrandom", "cannot make a trace id", errno);
   std::string s;
   for (unsigned char c : b) s += fmt::format("{:02x}", c);
   return s;
@@ -52,15 +52,15 @@ std::vector<observer::BlockDevice> select_devices(const std::vector<std::string>
       else
         notes.push_back("skipping " + d.name + ": bio-based device, no request events");
     }
-    if (out.empty()) throw DeviceRefused("no request-based block devices to record");
+    if (out.empty()) throw format::DeviceRefused("no request-based block devices to record");
     return out;
   }
   for (const auto& spec : specs) {
     observer::BlockDevice d = observer::resolve_device(spec);
     if (!d.request_based)
-      throw DeviceRefused(spec + " (" + d.name +
-                               ") is a bio-based device (e.g. zram, device-mapper): it has no request queue, "
-                               "so there are no request events to record");
+      throw format::DeviceRefused(spec + " (" + d.name +
+                                  ") is a bio-based device (e.g. zram, device-mapper): it has no request queue, "
+                                  "so there are no request events to record");
     bool dup = false;
     for (const auto& e : out) dup |= e.major == d.major && e.minor == d.minor;
     if (!dup) out.push_back(std::move(d));
@@ -107,9 +107,11 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   std::vector<std::string> notes;
   const std::vector<observer::BlockDevice> devices = select_devices(o.devices, notes);
   if (o.issue_complete_only && o.backend != "blktrace")
-    throw UsageError("--blk-events issue-complete: a choice of the blktrace back end");
+    throw format::UsageError("--blk-events issue-complete: a choice of the blktrace back end");
   if (o.issue_complete_only && (o.pid || !o.comm.empty()))
-    throw UsageError("--blk-events issue-complete: issue and completion events carry no submitter, so --pid and --comm cannot filter them");
+    throw format::UsageError(
+        "--blk-events issue-complete: issue and completion events carry no submitter, so --pid and --comm cannot "
+        "filter them");
   observer::BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   bo.issue_complete_only = o.issue_complete_only;
   std::unique_ptr<observer::Backend> backend =
@@ -128,17 +130,17 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   // counting those issued more than an interval ago: so when the earliest
   // unflushed completion turns an interval old (`due`), its IO goes out.
   const int64_t interval = o.output.writer.flush_interval_ns;
-  const bool flushing = o.output.writer.durability != Durability::kNone;
+  const bool flushing = o.output.writer.durability != format::Durability::kNone;
   int64_t due = kNever;
   int64_t outstanding = std::numeric_limits<int64_t>::min();  // the back end's last bound
   IssueOrder order(o.reorder_max_ios);
-  const observer::IoSink sink = [&](const Io& io) {
+  const observer::IoSink sink = [&](const format::Io& io) {
     order.add(io);
     ++seen;
     bytes += io.length;
     if (io.has_complete()) due = std::min(due, io.complete_ns + interval);
   };
-  const observer::IoSink write = [&](const Io& io) { out.append(io); };
+  const observer::IoSink write = [&](const format::Io& io) { out.append(io); };
   const int64_t start = host::boottime_ns();
   int64_t last_progress = start;
   try {
@@ -149,10 +151,10 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
         outstanding = backend->oldest_outstanding_ns(now - interval, sink);
         order.release(outstanding, write);
         out.flush();
-        if (cb.durable && o.output.writer.durability == Durability::kFdatasync)
+        if (cb.durable && o.output.writer.durability == format::Durability::kFdatasync)
           cb.durable(out.paths().back(), out.part_bytes());
         const int64_t earliest = order.earliest_completion();
-        due = earliest == kNoTime ? kNever : earliest + interval;
+        due = earliest == format::kNoTime ? kNever : earliest + interval;
       } else {
         // The last bound still holds; IOs an interval old are not waited for.
         order.release(std::max(outstanding, now - interval), write);
@@ -189,9 +191,9 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     r.uncompleted = backend->uncompleted();
     out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
     out.close();
-    if (cb.durable && o.output.writer.durability == Durability::kFdatasync)
+    if (cb.durable && o.output.writer.durability == format::Durability::kFdatasync)
       cb.durable(out.paths().back(), out.part_bytes());
-  } catch (const IoError& e) {
+  } catch (const format::IoError& e) {
     r.write_failed = true;
     r.stop_reason = e.what();
   }

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "observer/backend.h"
 #include "capture/trace_output.h"
+#include "observer/backend.h"
 
 namespace iotape::capture {
 

@@ -19,10 +19,10 @@ void sync_directory(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw error_errno(dir, "cannot open the trace's directory", errno);
+  if (fd < 0) throw format::error_errno(dir, "cannot open the trace's directory", errno);
   const int err = ::fsync(fd) == 0 ? 0 : errno;
   ::close(fd);
-  if (err) throw error_errno(dir, "fsync", err);
+  if (err) throw format::error_errno(dir, "fsync", err);
 }
 
 }  // namespace
@@ -51,18 +51,18 @@ void TraceOutput::open_part() {
   const auto part = static_cast<uint32_t>(paths_.size());
   header_.set_part(part);
   paths_.push_back(part_path(part));
-  writer_ = std::make_unique<TraceWriter>(paths_.back(), header_, opt_.writer);
+  writer_ = std::make_unique<format::TraceWriter>(paths_.back(), header_, opt_.writer);
   part_start_ns_ = 0;
-  if (opt_.writer.durability == Durability::kFdatasync) sync_directory(paths_.back());
+  if (opt_.writer.durability == format::Durability::kFdatasync) sync_directory(paths_.back());
 }
 
-void TraceOutput::append(const Io& io) {
+void TraceOutput::append(const format::Io& io) {
   if (!opt_.anonymize || io.comm.empty()) {
     writer_->append(io);
   } else {
     auto it = anonymized_.find(std::string(io.comm));
     if (it == anonymized_.end()) it = anonymized_.emplace(io.comm, anonymize_comm(io.comm)).first;
-    Io copy = io;
+    format::Io copy = io;
     copy.comm = it->second;
     writer_->append(copy);
   }

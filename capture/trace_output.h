@@ -26,7 +26,7 @@ struct OutputOptions {
   uint64_t rotate_bytes = 0;  // start a new part once a part reaches this size (0 = never)
   int64_t rotate_ns = 0;      // start a new part after this much time (0 = never)
   bool anonymize = false;     // comm -> stable hash
-  WriterOptions writer;
+  format::WriterOptions writer;
 };
 
 // "c-" and 8 hex digits of a 64-bit FNV-1a hash: the same name gives the same
@@ -39,7 +39,7 @@ class TraceOutput {
   TraceOutput(OutputOptions options, v1::TraceHeader header);
   ~TraceOutput();
 
-  void append(const Io& io);
+  void append(const format::Io& io);
   void add_dropped(uint64_t events);
   void set_metadata(const std::string& key, const std::string& value);  // on the current part
   // Writes every IO appended so far as a chunk, and syncs it as the writer's
@@ -63,7 +63,7 @@ class TraceOutput {
 
   OutputOptions opt_;
   v1::TraceHeader header_;
-  std::unique_ptr<TraceWriter> writer_;
+  std::unique_ptr<format::TraceWriter> writer_;
   std::vector<std::string> paths_;
   uint64_t closed_ios_ = 0, closed_bytes_ = 0, closed_late_ = 0;
   int64_t part_start_ns_ = 0;

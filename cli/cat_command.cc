@@ -15,24 +15,24 @@ struct CatOptions {
 };
 
 void run_cat(const CatOptions& o) {
-  TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces);
   uint64_t index = 0;
-  int64_t t0 = kNoTime;
+  int64_t t0 = format::kNoTime;
   std::string out;
-  if (o.format == "csv") fmt::print("{}\n", csv_header());
+  if (o.format == "csv") fmt::print("{}\n", convert::csv_header());
   for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch()) {
     const auto& devices = reader.header().devices();
     out.clear();
-    for (const Io& io : batch) {
+    for (const format::Io& io : batch) {
       if (o.limit && index >= o.limit) break;
       const v1::Device* dev = io.device < static_cast<uint32_t>(devices.size()) ? &devices[io.device] : nullptr;
-      if (t0 == kNoTime) t0 = io.issue_ns;
+      if (t0 == format::kNoTime) t0 = io.issue_ns;
       if (o.format == "text")
-        out += format_text(io, index, dev, t0);
+        out += convert::format_text(io, index, dev, t0);
       else if (o.format == "csv")
-        out += format_csv(io, index, dev);
+        out += convert::format_csv(io, index, dev);
       else
-        out += format_jsonl(io, index, dev);
+        out += convert::format_jsonl(io, index, dev);
       out += '\n';
       ++index;
     }
@@ -56,7 +56,8 @@ void add_cat_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("--format", o->format,
                   "text: 'MAJ,MIN INDEX TIME(s) PID RWBS SECTOR + SECTORS q2d=us d2c=us [COMM]'; "
-                  "csv: header line, then " + csv_header() + "; jsonl: one object per IO")
+                  "csv: header line, then " +
+                      convert::csv_header() + "; jsonl: one object per IO")
       ->check(CLI::IsMember({"text", "csv", "jsonl"}));
   sub->add_option("--limit", o->limit, "Stop after N IOs (0 = all)");
   sub->callback([o] { run_cat(*o); });

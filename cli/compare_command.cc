@@ -27,26 +27,28 @@ struct CompareOptions {
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << content;
-  if (!f) throw error_errno(path, "cannot write", errno);
+  if (!f) throw format::error_errno(path, "cannot write", errno);
 }
 
 // Review directories (`iotape review -o DIR`): the multi-drive review page.
 void run_review_compare(const CompareOptions& o) {
-  if (o.html.empty() && !o.json) throw UsageError("nothing to write for review directories: give --html or --json");
-  if (!o.svg_dir.empty()) throw UsageError("--svg-dir: review directories give one page; use --html");
-  if (!o.baseline.empty()) throw UsageError("--baseline: not for review directories (their page has no ratios)");
+  if (o.html.empty() && !o.json)
+    throw format::UsageError("nothing to write for review directories: give --html or --json");
+  if (!o.svg_dir.empty()) throw format::UsageError("--svg-dir: review directories give one page; use --html");
+  if (!o.baseline.empty())
+    throw format::UsageError("--baseline: not for review directories (their page has no ratios)");
   std::vector<nlohmann::ordered_json> docs;
   for (const auto& dir : o.results) {
     const std::string path = dir + "/review.json";
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw error_errno(path, "cannot open (not a review directory?)", errno);
+    if (!f) throw format::error_errno(path, "cannot open (not a review directory?)", errno);
     try {
       docs.push_back(nlohmann::ordered_json::parse(std::string(std::istreambuf_iterator<char>(f), {})));
     } catch (const nlohmann::json::exception& x) {
-      throw InputError(path + ": not JSON: " + x.what());
+      throw format::InputError(path + ": not JSON: " + x.what());
     }
     if (!docs.back().contains("options") || !docs.back().contains("drive"))
-      throw InputError(path + ": not a review.json (no \"options\" or \"drive\")");
+      throw format::InputError(path + ": not a review.json (no \"options\" or \"drive\")");
   }
   std::vector<analysis::ReviewDocument> reviews;
   for (const auto& doc : docs) reviews.push_back(analysis::review_document_from_json(doc));
@@ -61,14 +63,15 @@ void run_review_compare(const CompareOptions& o) {
 }
 
 void run_compare(const CompareOptions& o) {
-  if (o.html.empty() && o.svg_dir.empty() && !o.json) throw UsageError("nothing to write: give --html, --svg-dir or --json");
+  if (o.html.empty() && o.svg_dir.empty() && !o.json)
+    throw format::UsageError("nothing to write: give --html, --svg-dir or --json");
   if (!o.labels.empty() && o.labels.size() != o.results.size())
-    throw UsageError(fmt::format("{} --label for {} results: give one per result, in order", o.labels.size(),
-                                 o.results.size()));
+    throw format::UsageError(
+        fmt::format("{} --label for {} results: give one per result, in order", o.labels.size(), o.results.size()));
   size_t dirs = 0;
   for (const auto& r : o.results) dirs += std::filesystem::is_directory(r);
   if (dirs == o.results.size()) return run_review_compare(o);
-  if (dirs) throw UsageError("give either review directories or result files, not both");
+  if (dirs) throw format::UsageError("give either review directories or result files, not both");
   std::vector<analysis::CompareEntry> entries;
   for (size_t i = 0; i < o.results.size(); ++i)
     entries.push_back(analysis::load_entry(o.results[i], o.labels.empty() ? "" : o.labels[i]));

@@ -26,7 +26,7 @@ void run_cut(const CutArgs& a) {
   o.out = a.out;
   o.mode = a.heavy ? workloads::CutMode::kHeavy : a.light ? workloads::CutMode::kLight : workloads::CutMode::kWindows;
   for (const auto& w : a.windows) o.windows.push_back(units::parse_window(w, "--window"));
-  if (!a.device.empty()) o.filter.device = parse_device_filter(a.device);
+  if (!a.device.empty()) o.filter.device = format::parse_device_filter(a.device);
   if (!a.comm.empty()) o.filter.comm = a.comm;
   o.filter.pid = a.pid;
   o.length_ns = units::parse_duration(a.length, "--length");
@@ -102,7 +102,7 @@ void add_cut_command(CLI::App& app) {
       "reported apart. The chosen windows and why are printed and stored in the header metadata (cut.windows).\n"
       "Phases of the input (iotape synth) that have IOs in the cut are kept, clipped to them.");
   sub->callback([a] {
-    if (!a->heavy && !a->light && a->windows.empty()) throw UsageError("give --heavy, --light or --window");
+    if (!a->heavy && !a->light && a->windows.empty()) throw format::UsageError("give --heavy, --light or --window");
     run_cut(*a);
   });
 }

@@ -5,10 +5,10 @@
 namespace iotape::cli {
 
 int exit_status_of(const std::exception& e) {
-  if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
-  if (dynamic_cast<const InputError*>(&e)) return kExitBadInput;
-  if (dynamic_cast<const IoError*>(&e)) return kExitIo;
-  if (dynamic_cast<const DeviceRefused*>(&e)) return kExitRefused;
+  if (dynamic_cast<const format::UsageError*>(&e)) return kExitUsage;
+  if (dynamic_cast<const format::InputError*>(&e)) return kExitBadInput;
+  if (dynamic_cast<const format::IoError*>(&e)) return kExitIo;
+  if (dynamic_cast<const format::DeviceRefused*>(&e)) return kExitRefused;
   return kExitError;
 }
 

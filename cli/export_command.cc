@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "format/error.h"
 #include "convert/export/exporter.h"
+#include "format/error.h"
 
 namespace iotape::cli {
 namespace {
@@ -18,15 +18,15 @@ struct ExportOptions {
 };
 
 void run_export(const ExportOptions& o) {
-  const Exporter* ex = find_exporter(o.format);
-  if (!ex) throw UsageError("unknown export format '" + o.format + "'");
-  TraceReader reader(o.traces);
+  const convert::Exporter* ex = convert::find_exporter(o.format);
+  if (!ex) throw format::UsageError("unknown export format '" + o.format + "'");
+  format::TraceReader reader(o.traces);
   const bool to_stdout = o.output == "-";
   std::FILE* out = to_stdout ? stdout : std::fopen(o.output.c_str(), "wb");
-  if (!out) throw error_errno(o.output, "cannot create", errno);
-  const ExportReport r = ex->run(reader, out);
+  if (!out) throw format::error_errno(o.output, "cannot create", errno);
+  const convert::ExportReport r = ex->run(reader, out);
   const bool write_failed = std::ferror(out) || (to_stdout ? std::fflush(out) : std::fclose(out)) != 0;
-  if (write_failed) throw error_errno(o.output, "write failed", errno);
+  if (write_failed) throw format::error_errno(o.output, "write failed", errno);
   fmt::print(stderr, "exported {} IOs as {}{}\n", r.ios, o.format,
              r.skipped ? fmt::format(" ({} left out)", r.skipped) : "");
   for (const auto& n : r.notes) fmt::print(stderr, "note: {}\n", n);
@@ -41,7 +41,7 @@ void run_export(const ExportOptions& o) {
 void add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   std::string formats;
-  for (const Exporter& e : exporters())
+  for (const convert::Exporter& e : convert::exporters())
     formats += fmt::format("\n  {:<10} {}\n  {:<10} (drops: {})", e.name, e.summary, "", e.drops);
   auto* sub = app.add_subcommand("export", "Write a trace in the format of another tool");
   sub->add_option("FORMAT", o->format, "Output format:" + formats)->required();

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "format/error.h"
 #include "convert/import/format_detect.h"
 #include "convert/import/importer.h"
+#include "format/error.h"
 
 namespace iotape::cli {
 namespace {
@@ -22,24 +22,24 @@ struct ImportOptions {
 void run_import(const ImportOptions& o) {
   std::string format = o.format;
   if (format == "auto") {
-    format = detect_file_format(o.inputs.front());
+    format = convert::detect_file_format(o.inputs.front());
     fmt::print(stderr, "import auto: {} looks like {}\n", o.inputs.front(), format);
   }
-  const Importer* imp = find_importer(format);
-  if (!imp) throw UsageError("unknown import format '" + format + "'");
+  const convert::Importer* imp = convert::find_importer(format);
+  if (!imp) throw format::UsageError("unknown import format '" + format + "'");
   v1::TraceHeader header;
   header.set_source(v1::SOURCE_IMPORT);
   header.set_source_detail("import:" + format);
   header.set_clock(imp->clock);
   (*header.mutable_metadata())["import.inputs"] = fmt::format("{}", fmt::join(o.inputs, " "));
-  WriterOptions wo;
+  format::WriterOptions wo;
   wo.zstd_level = o.zstd_level;
   // Published traces are sorted only roughly; a minute of window sorts them.
   wo.reorder_window_ns = imp->sorted_output ? 0 : 60'000'000'000;
-  ImportReport report;
+  blockevents::ImportReport report;
   try {
-    TraceWriter writer(o.output, header, wo);
-    iotape::ImportOptions options;
+    format::TraceWriter writer(o.output, header, wo);
+    blockevents::ImportOptions options;
     options.volumes = o.volumes;
     report = imp->run(o.inputs, writer, options);
     writer.set_metadata("import.records", std::to_string(report.records));
@@ -63,7 +63,7 @@ void run_import(const ImportOptions& o) {
 void add_import_command(CLI::App& app) {
   auto o = std::make_shared<ImportOptions>();
   std::string formats;
-  for (const Importer& i : importers()) formats += fmt::format("\n  {:<10} {}", i.name, i.summary);
+  for (const convert::Importer& i : convert::importers()) formats += fmt::format("\n  {:<10} {}", i.name, i.summary);
   auto* sub = app.add_subcommand("import", "Convert a trace of another format into an iotape trace");
   formats += fmt::format("\n  {:<10} {}", "auto", "detect the format from the first input's first bytes");
   sub->add_option("FORMAT", o->format, "Input format:" + formats)->required();

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "format/summary_json.h"
 #include "cli/commands.h"
 #include "format/summary.h"
+#include "format/summary_json.h"
 
 namespace iotape::cli {
 namespace {
@@ -28,17 +28,17 @@ uint64_t file_bytes(const std::vector<std::string>& paths) {
 }
 
 void run_info(const InfoOptions& o) {
-  TraceReader reader(o.traces);
-  std::optional<DeviceFilter> only;
-  if (!o.device.empty()) only = parse_device_filter(o.device);
-  const TraceSummary s = summarize(reader, only);
+  format::TraceReader reader(o.traces);
+  std::optional<format::DeviceFilter> only;
+  if (!o.device.empty()) only = format::parse_device_filter(o.device);
+  const format::TraceSummary s = format::summarize(reader, only);
   const auto& h = reader.header();
   const uint64_t bytes = file_bytes(o.traces);
   const double per_io = s.ios ? static_cast<double>(bytes) / static_cast<double>(s.ios) : 0.0;
 
   nlohmann::ordered_json j;
-  put_op_counts(j, s);
-  put_time_span(j, s);
+  format::put_op_counts(j, s);
+  format::put_time_span(j, s);
   j["dropped_events"] = s.dropped_events;
   j["late_ios"] = s.late_ios;
   j["errors"] = s.errors;
@@ -77,10 +77,10 @@ void run_info(const InfoOptions& o) {
                h.source_detail(), v1::ClockDomain_Name(h.clock()), h.host(), h.kernel());
     if (idle != h.metadata().end()) fmt::print("cpu idle   {}\n", idle->second);
     fmt::print("IOs        {}  (reads {}, writes {}, flushes {}, discards {}, write-zeroes {}, other {})\n", s.ios,
-               s.op(Op::kRead).ios, s.op(Op::kWrite).ios, s.op(Op::kFlush).ios, s.op(Op::kDiscard).ios,
-               s.op(Op::kWriteZeroes).ios, s.op(Op::kOther).ios);
-    fmt::print("bytes      read {}  written {}  discarded {}\n", s.op(Op::kRead).bytes, s.op(Op::kWrite).bytes,
-               s.op(Op::kDiscard).bytes);
+               s.op(format::Op::kRead).ios, s.op(format::Op::kWrite).ios, s.op(format::Op::kFlush).ios,
+               s.op(format::Op::kDiscard).ios, s.op(format::Op::kWriteZeroes).ios, s.op(format::Op::kOther).ios);
+    fmt::print("bytes      read {}  written {}  discarded {}\n", s.op(format::Op::kRead).bytes,
+               s.op(format::Op::kWrite).bytes, s.op(format::Op::kDiscard).bytes);
     if (s.ios)
       fmt::print("time       {:.6f} s  (first {} ns, last {} ns)\n", s.duration_ns() / 1e9, s.first_ns,
                  s.last_ns);

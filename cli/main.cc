@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"iotape: record, import, inspect, replay and analyse block-I/O traces"};
-  app.set_version_flag("--version", std::string("iotape ") + iotape::kVersion);
+  app.set_version_flag("--version", std::string("iotape ") + iotape::format::kVersion);
   app.require_subcommand(1);
   app.footer(iotape::cli::kExitStatusHelp);
   iotape::cli::add_import_command(app);

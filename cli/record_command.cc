@@ -36,7 +36,7 @@ void run_record(RecordCli& c) {
   o.issue_complete_only = c.blk_events == "issue-complete";
   if (!c.buffer.empty()) o.buffer_bytes = units::parse_size(c.buffer, "--buffer");
   o.output.writer.flush_interval_ns = units::parse_duration(c.flush_interval, "--flush-interval");
-  o.output.writer.durability = c.no_sync ? Durability::kWrite : Durability::kFdatasync;
+  o.output.writer.durability = c.no_sync ? format::Durability::kWrite : format::Durability::kFdatasync;
   o.output.writer.file_mode = 0600;
   o.output.writer.zstd_level = c.zstd_level;
   const bool tty = ::isatty(STDERR_FILENO);

@@ -9,9 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
-#include "replay/replayer.h"
 #include "format/error.h"
 #include "format/reader.h"
+#include "replay/replayer.h"
 #include "units/units.h"
 
 namespace iotape::cli {
@@ -30,7 +30,7 @@ void run(ReplayArgs& a) {
     char* end = nullptr;
     const unsigned long qd = std::strtoul(a.qd.c_str(), &end, 10);
     if (end == a.qd.c_str() || *end != '\0' || qd == 0 || qd > 65536)
-      throw UsageError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
+      throw format::UsageError("--qd must be 'recorded' or a number from 1 to 65536, not '" + a.qd + "'");
     o.qd = static_cast<uint32_t>(qd);
   }
   if (!a.max_idle.empty()) o.max_idle_ns = units::parse_duration(a.max_idle, "--max-idle");
@@ -46,11 +46,11 @@ void run(ReplayArgs& a) {
                                     : replay::Prefill::kAuto;
   const bool tty = ::isatty(STDERR_FILENO);
   // Before the plan pass, which reads the whole trace.
-  if (o.result.empty() && !o.dry_run) throw UsageError("-o RESULT is required (except with --dry-run)");
+  if (o.result.empty() && !o.dry_run) throw format::UsageError("-o RESULT is required (except with --dry-run)");
 
   replay::Prepared p = replay::prepare_replay(o);
   for (const auto& w : p.warnings) fmt::print(stderr, "iotape: warning: {}\n", w);
-  const ReadStatus& damage = p.source_status;
+  const format::ReadStatus& damage = p.source_status;
   if (damage.damaged && p.plan.ios == 0) {
     fmt::print(stderr, "iotape: {}: no IO before the damage; nothing replayed\n", damage.message);
     throw ExitCode{kExitDamaged};
@@ -82,8 +82,8 @@ void run(ReplayArgs& a) {
                        "overhead included), not the device's: {}\n", out.user_times_reason);
   const replay::Prefill prefill = p.options.prefill;
   if (prefill == replay::Prefill::kNone)
-    fmt::print("prefill    none{}\n", p.plan.by_op[static_cast<int>(Op::kRead)]
-                                          ? " (reads may have read ranges never written)" : "");
+    fmt::print("prefill    none{}\n",
+               p.plan.by_op[static_cast<int>(format::Op::kRead)] ? " (reads may have read ranges never written)" : "");
   else
     fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
                out.prefilled_bytes);

@@ -26,10 +26,10 @@ struct ReportCommandOptions {
 
 void run_report(const ReportCommandOptions& o) {
   analysis::ReportOptions ro;
-  if (!o.device.empty()) ro.device = parse_device_filter(o.device);
+  if (!o.device.empty()) ro.device = format::parse_device_filter(o.device);
   if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
   ro.by_phase = o.by == "phase";
-  TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces);
   const analysis::Report r = analysis::analyse(reader, ro);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
   if (o.json) {
@@ -46,7 +46,7 @@ void run_report(const ReportCommandOptions& o) {
   if (!o.series_csv.empty()) {
     std::ofstream f(o.series_csv);
     f << analysis::series_csv(r);
-    if (!f) throw error_errno(o.series_csv, "cannot write the series", errno);
+    if (!f) throw format::error_errno(o.series_csv, "cannot write the series", errno);
   }
   if (r.status.damaged) {
     fmt::print(stderr, "iotape: warning: {} (the report covers the IOs before it)\n", r.status.message);

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/commands.h"
 #include "capture/recorder.h"
+#include "cli/commands.h"
 #include "cli/stop_signals.h"
 #include "replay/target.h"
 #include "workloads/review.h"

@@ -26,7 +26,7 @@ void run_synth(const SynthArgs& a) {
       fmt::print("{:<14} {}\n", b.name, workloads::parse_profile(nlohmann::json::parse(b.json), b.name).description);
     return;
   }
-  if (a.profile.empty() || a.out.empty()) throw UsageError("give a PROFILE and -o OUT (or --list)");
+  if (a.profile.empty() || a.out.empty()) throw format::UsageError("give a PROFILE and -o OUT (or --list)");
   const workloads::Profile prof = workloads::load_profile(a.profile);
   workloads::SynthOptions o;
   o.seed = a.seed;

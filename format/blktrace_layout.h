@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace iotape::blktrace {
+namespace iotape::format::blktrace {
 
 // A record's fixed part, in the byte order of the machine that wrote it;
 // pdu_len payload bytes follow it.
@@ -87,4 +87,4 @@ constexpr uint32_t device(uint32_t major, uint32_t minor) { return major << 20 |
 constexpr uint32_t major_of(uint32_t device) { return device >> 20; }
 constexpr uint32_t minor_of(uint32_t device) { return device & 0xfffff; }
 
-}  // namespace iotape::blktrace
+}  // namespace iotape::format::blktrace

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace iotape {
+namespace iotape::format {
 namespace {
 
 using codec::wrap_sub;
@@ -221,4 +221,4 @@ void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
   }
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "iotape/v1/trace.pb.h"
 #include "format/io.h"
+#include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::format {
 
 // Fills the columns and comm table of `out` (other fields are left alone).
 // Columns whose every value encodes to 0 are left empty.
@@ -191,4 +191,4 @@ class ChunkColumns {
   uint64_t cgroup_ = 0;
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace iotape {
+namespace iotape::format {
 
 InputError error_at_byte(const std::string& file, uint64_t offset, const std::string& what) {
   return InputError(file + ": byte " + std::to_string(offset) + ": " + what);
@@ -16,4 +16,4 @@ IoError error_errno(const std::string& file, const std::string& what, int err) {
   return IoError(file + ": " + what + ": " + std::strerror(err), err);
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace iotape {
+namespace iotape::format {
 
 class TraceError : public std::runtime_error {
  public:
@@ -54,4 +54,4 @@ InputError error_at_line(const std::string& file, uint64_t line, const std::stri
 // "FILE: WHAT: strerror(errno)"
 IoError error_errno(const std::string& file, const std::string& what, int err);
 
-}  // namespace iotape
+}  // namespace iotape::format

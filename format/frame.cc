@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace iotape::frame {
+namespace iotape::format::frame {
 namespace {
 
 void put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }  // the format is little-endian, as is x86
@@ -102,4 +102,4 @@ bool decompress(std::string_view stored, uint32_t raw_len, std::string* out, std
   return true;
 }
 
-}  // namespace iotape::frame
+}  // namespace iotape::format::frame

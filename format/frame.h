@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace iotape::frame {
+namespace iotape::format::frame {
 
 inline constexpr char kFileMagic[8] = {'\x89', 'I', 'O', 'T', 'A', 'P', 'E', '\n'};
 inline constexpr uint32_t kFrameMagic = 0x46544f49;  // "IOTF" little-endian
@@ -48,4 +48,4 @@ std::string compress(std::string_view raw, int level);
 void compress(std::string_view raw, int level, std::string* out);
 bool decompress(std::string_view stored, uint32_t raw_len, std::string* out, std::string* why);
 
-}  // namespace iotape::frame
+}  // namespace iotape::format::frame

@@ -1,6 +1,6 @@
 #include "format/io.h"
 
-namespace iotape {
+namespace iotape::format {
 
 std::string_view op_name(Op op) {
   switch (op) {
@@ -20,4 +20,4 @@ std::optional<Op> op_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-namespace iotape {
+namespace iotape::format {
 
 enum class Op : uint8_t {
   kRead = 0,
@@ -68,4 +68,4 @@ struct Io {
   int64_t device_start_ns() const { return never_issued() ? complete_ns : issue_ns; }
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <unordered_set>
 
-namespace iotape {
+namespace iotape::format {
 
 class NameInterner {
  public:
@@ -40,4 +40,4 @@ class NameInterner {
   std::string_view last_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

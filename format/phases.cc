@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace iotape {
+namespace iotape::format {
 
 PhaseMap::PhaseMap(const v1::TraceHeader& h) : by_source_(h.source() == v1::SOURCE_REPLAY) {
   for (int i = 0; i < h.phases_size(); ++i) {
@@ -32,4 +32,4 @@ int PhaseMap::at_time(int64_t issue_ns) const {
   return it == by_time_.begin() ? -1 : std::prev(it)->phase;
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

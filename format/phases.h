@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "iotape/v1/trace.pb.h"
 #include "format/io.h"
+#include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::format {
 
 class PhaseMap {
  public:
@@ -35,4 +35,4 @@ class PhaseMap {
   bool by_source_ = false;
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -14,7 +14,7 @@
 #include "format/frame.h"
 #include "format/version.h"
 
-namespace iotape {
+namespace iotape::format {
 namespace {
 
 // One open trace file: its header, optional index and read position.
@@ -361,4 +361,4 @@ uint64_t TraceReader::late_ios() const { return impl_->late(); }
 bool TraceReader::has_index() const { return impl_->has_index(); }
 const v1::Index* TraceReader::index() const { return impl_->index(); }
 
-}  // namespace iotape
+}  // namespace iotape::format

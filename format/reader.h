@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "iotape/v1/trace.pb.h"
 #include "format/io.h"
+#include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::format {
 
 struct ReadStatus {
   bool damaged = false;        // truncated or corrupt data was met
@@ -87,4 +87,4 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

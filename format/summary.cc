@@ -5,7 +5,7 @@
 
 #include "format/error.h"
 
-namespace iotape {
+namespace iotape::format {
 
 DeviceFilter parse_device_filter(const std::string& text) {
   DeviceFilter f;
@@ -54,4 +54,4 @@ TraceSummary summarize(TraceReader& reader, const std::optional<DeviceFilter>& o
   return s;
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -10,7 +10,7 @@
 #include "format/io.h"
 #include "format/reader.h"
 
-namespace iotape {
+namespace iotape::format {
 
 struct DeviceFilter {
   uint32_t major = 0;
@@ -53,4 +53,4 @@ struct TraceSummary : IoTotals {
 // trace-wide dropped/late counts are reported regardless).
 TraceSummary summarize(TraceReader& reader, const std::optional<DeviceFilter>& only = std::nullopt);
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -1,6 +1,6 @@
 #include "format/summary_json.h"
 
-namespace iotape {
+namespace iotape::format {
 
 using nlohmann::ordered_json;
 
@@ -24,4 +24,4 @@ void put_time_span(ordered_json& j, const IoTotals& t) {
   j["duration_ns"] = t.duration_ns();
 }
 
-}  // namespace iotape
+}  // namespace iotape::format

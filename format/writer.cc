@@ -18,7 +18,7 @@
 #include "format/name_interner.h"
 #include "format/version.h"
 
-namespace iotape {
+namespace iotape::format {
 namespace {
 
 int64_t steady_now_ns() {
@@ -343,4 +343,4 @@ void TraceWriter::close() { impl_->close(); }
 const WriterStats& TraceWriter::stats() const { return impl_->stats(); }
 const std::string& TraceWriter::path() const { return impl_->path(); }
 
-}  // namespace iotape
+}  // namespace iotape::format

@@ -20,10 +20,10 @@
 #include <string>
 #include <string_view>
 
-#include "iotape/v1/trace.pb.h"
 #include "format/io.h"
+#include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::format {
 
 enum class Durability {
   kNone,       // write(2) only when a chunk is full or flush() is called
@@ -91,4 +91,4 @@ class TraceWriter {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::format

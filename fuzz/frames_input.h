@@ -17,7 +17,7 @@
 namespace iotape::fuzz {
 
 inline std::string file_from_frames(std::span<const uint8_t> in) {
-  std::string out(frame::kFileMagic, sizeof frame::kFileMagic);
+  std::string out(format::frame::kFileMagic, sizeof format::frame::kFileMagic);
   size_t p = 0;
   while (p + 3 <= in.size()) {
     const uint8_t flags = in[p];
@@ -32,18 +32,18 @@ inline std::string file_from_frames(std::span<const uint8_t> in) {
       continue;
     }
     const bool zstd = flags & 4;
-    const std::string stored = zstd ? frame::compress(raw, 1) : std::string(raw);
+    const std::string stored = zstd ? format::frame::compress(raw, 1) : std::string(raw);
     const uint64_t at = out.size();
-    char h[frame::kHeaderSize];
-    frame::encode_header({static_cast<frame::Kind>(kind), zstd ? frame::Codec::kZstd : frame::Codec::kRaw,
-                          static_cast<uint32_t>(stored.size()), static_cast<uint32_t>(raw.size()),
-                          frame::crc32(stored)},
-                         h);
+    char h[format::frame::kHeaderSize];
+    format::frame::encode_header(
+        {static_cast<format::frame::Kind>(kind), zstd ? format::frame::Codec::kZstd : format::frame::Codec::kRaw,
+         static_cast<uint32_t>(stored.size()), static_cast<uint32_t>(raw.size()), format::frame::crc32(stored)},
+        h);
     out.append(h, sizeof h);
     out += stored;
     if (flags & 8) {
-      char t[frame::kTailSize];
-      frame::encode_tail(at, t);
+      char t[format::frame::kTailSize];
+      format::frame::encode_tail(at, t);
       out.append(t, sizeof t);
     }
   }
@@ -53,25 +53,25 @@ inline std::string file_from_frames(std::span<const uint8_t> in) {
 // The frames input that builds `file` again (for seeds): its frames decoded.
 inline std::string frames_from_file(std::string_view file) {
   std::string out;
-  size_t p = sizeof frame::kFileMagic;
-  while (p + frame::kHeaderSize <= file.size()) {
+  size_t p = sizeof format::frame::kFileMagic;
+  while (p + format::frame::kHeaderSize <= file.size()) {
     std::string why, raw;
-    auto h = frame::decode_header(file.data() + p, &why);
-    if (!h || p + frame::kHeaderSize + h->stored_len > file.size()) break;
-    const std::string_view stored = file.substr(p + frame::kHeaderSize, h->stored_len);
-    if (h->codec == frame::Codec::kZstd) {
-      if (!frame::decompress(stored, h->raw_len, &raw, &why)) break;
+    auto h = format::frame::decode_header(file.data() + p, &why);
+    if (!h || p + format::frame::kHeaderSize + h->stored_len > file.size()) break;
+    const std::string_view stored = file.substr(p + format::frame::kHeaderSize, h->stored_len);
+    if (h->codec == format::frame::Codec::kZstd) {
+      if (!format::frame::decompress(stored, h->raw_len, &raw, &why)) break;
     } else {
       raw = stored;
     }
-    p += frame::kHeaderSize + h->stored_len;
-    const bool tail = h->kind == frame::Kind::kIndex && p + frame::kTailSize <= file.size();
-    const int flags = static_cast<int>(h->kind) | (h->codec == frame::Codec::kZstd ? 4 : 0) | (tail ? 8 : 0);
+    p += format::frame::kHeaderSize + h->stored_len;
+    const bool tail = h->kind == format::frame::Kind::kIndex && p + format::frame::kTailSize <= file.size();
+    const int flags = static_cast<int>(h->kind) | (h->codec == format::frame::Codec::kZstd ? 4 : 0) | (tail ? 8 : 0);
     out += static_cast<char>(flags);
     out += static_cast<char>(raw.size() & 0xff);
     out += static_cast<char>(raw.size() >> 8);
     out += raw;
-    if (tail) p += frame::kTailSize;
+    if (tail) p += format::frame::kTailSize;
   }
   return out;
 }

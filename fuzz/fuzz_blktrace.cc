@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as blktrace input, cut into two per-CPU files.
-#include "fuzz/import_fuzz.h"
 #include "convert/import/blktrace.h"
+#include "fuzz/import_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return iotape::fuzz::import_bytes(iotape::import_blktrace, {data, size}, true);
+  return iotape::fuzz::import_bytes(iotape::convert::import_blktrace, {data, size}, true);
 }

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as DiskSim input.
-#include "fuzz/import_fuzz.h"
 #include "convert/import/disksim.h"
+#include "fuzz/import_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return iotape::fuzz::import_bytes_spilling(iotape::import_disksim, {data, size});
+  return iotape::fuzz::import_bytes_spilling(iotape::convert::import_disksim, {data, size});
 }

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as iotape CSV input.
-#include "fuzz/import_fuzz.h"
 #include "convert/import/iotape_csv.h"
+#include "fuzz/import_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return iotape::fuzz::import_bytes_spilling(iotape::import_iotape_csv, {data, size});
+  return iotape::fuzz::import_bytes_spilling(iotape::convert::import_iotape_csv, {data, size});
 }

@@ -6,19 +6,19 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fuzz/frames_input.h"
-#include "fuzz/memory_file.h"
 #include "format/chunk_codec.h"
 #include "format/error.h"
 #include "format/reader.h"
+#include "fuzz/frames_input.h"
+#include "fuzz/memory_file.h"
 
 namespace {
 
 // Touches every field, so a stale comm view is caught by the sanitizer.
-uint64_t consume(iotape::TraceReader& reader) {
+uint64_t consume(iotape::format::TraceReader& reader) {
   uint64_t sum = 0;
   for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch())
-    for (const iotape::Io& io : batch) {
+    for (const iotape::format::Io& io : batch) {
       sum += static_cast<uint64_t>(io.issue_ns) + io.offset + io.length + io.device + io.pid + io.flags;
       for (char c : io.comm) sum += static_cast<unsigned char>(c);
     }
@@ -26,11 +26,11 @@ uint64_t consume(iotape::TraceReader& reader) {
 }
 
 // The chunks whole, as readers of columns take them (TraceReader::next_chunk).
-uint64_t consume_chunks(iotape::TraceReader& reader) {
+uint64_t consume_chunks(iotape::format::TraceReader& reader) {
   uint64_t sum = 0;
-  std::vector<iotape::Io> rows;
+  std::vector<iotape::format::Io> rows;
   for (auto view = reader.next_chunk(); view.chunk; view = reader.next_chunk()) {
-    iotape::decode_chunk(*view.chunk, &rows);
+    iotape::format::decode_chunk(*view.chunk, &rows);
     for (size_t i = view.first_row; i < rows.size(); ++i)
       sum += static_cast<uint64_t>(rows[i].complete_ns) + rows[i].offset + rows[i].comm.size();
   }
@@ -56,18 +56,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   volatile uint64_t sink = 0;
   for (bool skip_damaged : {false, true}) {
     try {
-      iotape::TraceReader reader(file.path(), {.skip_damaged = skip_damaged});
+      iotape::format::TraceReader reader(file.path(), {.skip_damaged = skip_damaged});
       sink = sink + consume(reader) + reader.dropped_events() + reader.late_ios();
       // Seeking uses the index when there is one: to a time taken from the input.
       int64_t t = 0;
       if (size >= sizeof t) std::memcpy(&t, data + size - sizeof t, sizeof t);
       reader.seek_time(t);
       sink = sink + consume(reader);
-      iotape::TraceReader chunks(file.path(), {.skip_damaged = skip_damaged});
+      iotape::format::TraceReader chunks(file.path(), {.skip_damaged = skip_damaged});
       sink = sink + consume_chunks(chunks);
       chunks.seek_time(t);
       sink = sink + consume_chunks(chunks);
-    } catch (const iotape::TraceError&) {
+    } catch (const iotape::format::TraceError&) {
     }
   }
   return 0;

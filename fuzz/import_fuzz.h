@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/memory_file.h"
-#include "format/error.h"
 #include "convert/import/input.h"
+#include "format/error.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "fuzz/memory_file.h"
 
 namespace iotape::fuzz {
 
@@ -37,26 +37,26 @@ int import_bytes(const Import& import, std::span<const uint8_t> data, bool split
   }
   std::vector<std::istringstream> streams;
   streams.reserve(parts.size());
-  std::vector<Input> inputs;
+  std::vector<convert::Input> inputs;
   for (size_t i = 0; i < parts.size(); ++i) {
     streams.emplace_back(parts[i]);
     inputs.push_back({"input" + std::to_string(i), &streams.back()});
   }
 
   static MemoryFile trace("iotape-fuzz-trace");
-  WriterOptions options;
+  format::WriterOptions options;
   options.chunk_ios = 64;  // several chunks from small inputs
   options.zstd_level = 1;
   options.reorder_window_ns = 1'000'000'000;
-  ImportReport report;
+  blockevents::ImportReport report;
   try {
-    TraceWriter out(trace.path(), {}, options);
+    format::TraceWriter out(trace.path(), {}, options);
     report = import(inputs, out);
     out.close();
-  } catch (const TraceError&) {
+  } catch (const format::TraceError&) {
     return 0;
   }
-  TraceReader reader(trace.path());
+  format::TraceReader reader(trace.path());
   uint64_t ios = 0;
   for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch()) ios += batch.size();
   if (reader.status().damaged || ios != report.ios) {
@@ -69,9 +69,9 @@ int import_bytes(const Import& import, std::span<const uint8_t> data, bool split
 
 // The same for an importer that takes options (and sorts), with small sort
 // runs so that spilling and merging are fuzzed too.
-inline int import_bytes_spilling(OptionsStreamImporter import, std::span<const uint8_t> data) {
-  const auto with_options = [import](std::span<const Input> inputs, TraceWriter& out) {
-    ImportOptions options;
+inline int import_bytes_spilling(convert::OptionsStreamImporter import, std::span<const uint8_t> data) {
+  const auto with_options = [import](std::span<const convert::Input> inputs, format::TraceWriter& out) {
+    blockevents::ImportOptions options;
     options.sort_run_ios = 16;
     options.spill_dir = "/dev/shm";
     return import(inputs, options, out);

@@ -15,11 +15,11 @@
 #include <iterator>
 #include <string>
 
-#include "fuzz/frames_input.h"
-#include "tests/blktrace_records.h"
 #include "convert/export/exporter.h"
 #include "format/frame.h"
 #include "format/writer.h"
+#include "fuzz/frames_input.h"
+#include "tests/blktrace_records.h"
 
 namespace {
 
@@ -187,30 +187,30 @@ std::string xz(const std::string& text) {
 // `trace` as `iotape export FORMAT` writes it.
 void export_to(const std::string& trace, const char* format, const std::filesystem::path& path) {
   std::filesystem::create_directories(path.parent_path());
-  iotape::TraceReader reader(trace);
+  iotape::format::TraceReader reader(trace);
   std::FILE* out = std::fopen(path.c_str(), "wb");
   if (!out) std::abort();
-  iotape::find_exporter(format)->run(reader, out);
+  iotape::convert::find_exporter(format)->run(reader, out);
   if (std::fclose(out) != 0) std::abort();
 }
 
 void trace(const std::string& path) {
-  iotape::WriterOptions options;
+  iotape::format::WriterOptions options;
   options.chunk_ios = 4;
-  iotape::TraceWriter w(path, {}, options);
+  iotape::format::TraceWriter w(path, {}, options);
   iotape::v1::Device d;
   d.set_major(8);
   d.set_name("sda");
   w.add_device(d);
   for (int i = 0; i < 10; ++i) {
     if (i == 5) w.add_device(d);
-    iotape::Io io;
+    iotape::format::Io io;
     io.issue_ns = 1000 * i;
     io.complete_ns = 1000 * i + 300;
     io.queue_ns = 1000 * i - 50;
     io.offset = 4096 * (i % 3);
     io.length = 4096;
-    io.op = static_cast<iotape::Op>(i % iotape::kOpCount);
+    io.op = static_cast<iotape::format::Op>(i % iotape::format::kOpCount);
     io.flags = 1u << (i % 7);
     io.status = i == 3 ? -5 : 0;
     io.device = i >= 5 ? 1 : 0;
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   write(dir / "decompress" / "two-members.gz", gzip(msr.substr(0, 60)) + gzip(msr.substr(60)));
   write(dir / "decompress" / "msr.bz2", bzip2(msr));
   write(dir / "decompress" / "msr.xz", xz(msr));
-  write(dir / "decompress" / "msr.zst", iotape::frame::compress(msr, 3));
+  write(dir / "decompress" / "msr.zst", iotape::format::frame::compress(msr, 3));
 
   std::filesystem::create_directories(dir / "reader");
   const auto iot = dir / "reader" / "trace.iot";

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "observer/devices.h"
-#include "iotape/v1/trace.pb.h"
 #include "format/io.h"
+#include "iotape/v1/trace.pb.h"
+#include "observer/devices.h"
 
 namespace iotape::observer {
 
@@ -34,7 +34,7 @@ struct BackendOptions {
   bool issue_complete_only = false;
 };
 
-using IoSink = std::function<void(const Io&)>;
+using IoSink = std::function<void(const format::Io&)>;
 
 class Backend {
  public:

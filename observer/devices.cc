@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "host/block_device.h"
 #include "format/error.h"
+#include "host/block_device.h"
 
 namespace iotape::observer {
 namespace fs = std::filesystem;
@@ -21,7 +21,7 @@ BlockDevice from_sysfs(const std::string& name) {
   d.name = name;
   const std::string dev = host::read_sysfs_attribute(dir / "dev");
   if (std::sscanf(dev.c_str(), "%u:%u", &d.major, &d.minor) != 2)
-    throw InputError("cannot read " + (dir / "dev").string());
+    throw format::InputError("cannot read " + (dir / "dev").string());
   d.request_based = fs::exists(dir / "mq");
   if (d.request_based) {
     for (const auto& q : fs::directory_iterator(dir / "mq")) {
@@ -55,14 +55,14 @@ BlockDevice resolve_device(const std::string& spec) {
   char tail = 0;
   if (std::sscanf(spec.c_str(), "%u:%u%c", &maj, &min, &tail) != 2) {
     struct stat st;
-    if (::stat(spec.c_str(), &st) != 0) throw UsageError(spec + ": no such device");
-    if (!S_ISBLK(st.st_mode)) throw UsageError(spec + ": not a block device");
+    if (::stat(spec.c_str(), &st) != 0) throw format::UsageError(spec + ": no such device");
+    if (!S_ISBLK(st.st_mode)) throw format::UsageError(spec + ": not a block device");
     maj = ::major(st.st_rdev);
     min = ::minor(st.st_rdev);
   }
   const fs::path dir = host::block_device_dir(maj, min);
   if (dir.empty())
-    throw UsageError(spec + ": no block device " + std::to_string(maj) + ":" + std::to_string(min));
+    throw format::UsageError(spec + ": no block device " + std::to_string(maj) + ":" + std::to_string(min));
   return from_sysfs(host::whole_disk_dir(dir).filename().string());
 }
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "format/error.h"
 #include "host/clocks.h"
 #include "observer/backend.h"
-#include "format/error.h"
 #include "observer/iotrace.h"
 #include "observer/iotrace.skel.h"
 
@@ -90,15 +90,14 @@ class EbpfBackend final : public Backend {
     g_libbpf_log.clear();
     libbpf_set_print(keep_libbpf_log);
     btf* vmlinux = btf__load_vmlinux_btf();
-    if (!vmlinux)
-      throw TraceError("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
+    if (!vmlinux) throw format::TraceError("the kernel has no BTF (/sys/kernel/btf/vmlinux); use --backend blktrace");
     const TracepointShape io_start = tracepoint_shape(vmlinux, "block_io_start");
     const TracepointShape issue = tracepoint_shape(vmlinux, "block_rq_issue");
     const TracepointShape merge = tracepoint_shape(vmlinux, "block_rq_merge");  // since 5.8
     btf__free(vmlinux);
 
     skel_ = iotrace_bpf__open();
-    if (!skel_) throw TraceError(std::string("cannot open the BPF program: ") + std::strerror(errno));
+    if (!skel_) throw format::TraceError(std::string("cannot open the BPF program: ") + std::strerror(errno));
     skel_->rodata->rq_is_first_arg = issue.args == 1;
     skel_->rodata->filter_pid = o.pid;
     skel_->rodata->keep_anonymous = o.keep_anonymous;
@@ -169,7 +168,7 @@ class EbpfBackend final : public Backend {
     if (n >= 0 || n == -EINTR) n = consume_to(ring_position(page_));
     sink_ = nullptr;
     drain_rings(sink);
-    if (n < 0 && n != -EINTR) throw TraceError(std::string("ring buffer: ") + std::strerror(-n));
+    if (n < 0 && n != -EINTR) throw format::TraceError(std::string("ring buffer: ") + std::strerror(-n));
   }
 
   // An entry closes after its record is published, so each IO not yet passed
@@ -346,11 +345,11 @@ class EbpfBackend final : public Backend {
     std::string msg = what + ": " + std::strerror(err < 0 ? -err : err);
     if (!g_libbpf_log.empty()) msg += "\nlibbpf: " + g_libbpf_log;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    throw TraceError(msg);
+    throw format::TraceError(msg);
   }
 
-  static Io to_io(const iotrace_event& e) {
-    Io io;
+  static format::Io to_io(const iotrace_event& e) {
+    format::Io io;
     // An fsync's empty write is completed without being issued: its queue time stands as issue time.
     const uint64_t issue = e.issue_ns ? e.issue_ns : e.queue_ns;
     io.issue_ns = static_cast<int64_t>(issue);
@@ -359,7 +358,7 @@ class EbpfBackend final : public Backend {
     io.offset = e.sector == ~uint64_t{0} ? 0 : e.sector * 512;  // a flush has no sector: (sector_t)-1
     io.length = e.bytes;
     io.device = e.device;
-    io.op = static_cast<Op>(e.op);
+    io.op = static_cast<format::Op>(e.op);
     io.flags = e.flags;  // iotrace_flag bits are iotape's flag:: bits
     io.status = status_errno(e.status);
     io.pid = e.pid;
@@ -395,15 +394,16 @@ class EbpfBackend final : public Backend {
   uint64_t left_in_flight_ = 0;  // IOs finish() found issued and not completed
 };
 
-static_assert(IOTRACE_F_SYNC == flag::kSync && IOTRACE_F_FUA == flag::kFua && IOTRACE_F_PREFLUSH == flag::kPreflush &&
-              IOTRACE_F_META == flag::kMeta && IOTRACE_F_RAHEAD == flag::kReadahead &&
-              IOTRACE_F_BACKGROUND == flag::kBackground && IOTRACE_F_NOMERGE == flag::kNoMerge);
+static_assert(IOTRACE_F_SYNC == format::flag::kSync && IOTRACE_F_FUA == format::flag::kFua &&
+              IOTRACE_F_PREFLUSH == format::flag::kPreflush && IOTRACE_F_META == format::flag::kMeta &&
+              IOTRACE_F_RAHEAD == format::flag::kReadahead && IOTRACE_F_BACKGROUND == format::flag::kBackground &&
+              IOTRACE_F_NOMERGE == format::flag::kNoMerge);
 // The slot array's elements are read in place: the kernel aligns them to 8 bytes.
 static_assert(sizeof(iotrace_inflight) % 8 == 0);
 // So are the records, and each ring's positions fill two cache lines.
 static_assert(sizeof(iotrace_event) % 8 == 0 && sizeof(iotrace_ring) == 128);
-static_assert(IOTRACE_OP_WRITE_ZEROES == static_cast<int>(Op::kWriteZeroes) &&
-              IOTRACE_OP_OTHER == static_cast<int>(Op::kOther));
+static_assert(IOTRACE_OP_WRITE_ZEROES == static_cast<int>(format::Op::kWriteZeroes) &&
+              IOTRACE_OP_OTHER == static_cast<int>(format::Op::kOther));
 
 }  // namespace
 

@@ -125,19 +125,19 @@ struct DeviceTimes::State {
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
   std::vector<Piece> flushes;  // scratch for time()
-  std::vector<Io> extra;       // scratch for join()
+  std::vector<format::Io> extra;  // scratch for join()
   std::vector<uint32_t> order; // scratch for join()
 
   explicit State(const std::vector<Target>& t) : targets(t) {}
 
-  void add(const Io& r) {
+  void add(const format::Io& r) {
     if ((r.pid && r.pid != pid) || !r.has_complete() || r.device >= devices.size()) return;
     // A request never issued (the empty pre-flush write of an fsync, which
     // the flush machinery completes itself) has its queue time as issue time.
     const bool never_issued = r.has_queue() && r.issue_ns == r.queue_ns;
-    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false, r.op == Op::kWrite,
-                  never_issued};
-    if (r.length > 0 && r.op != Op::kFlush) {
+    const Piece p{r.offset + r.length,        r.issue_ns - offset, r.complete_ns - offset, false,
+                  r.op == format::Op::kWrite, never_issued};
+    if (r.length > 0 && r.op != format::Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
     } else {
@@ -214,7 +214,7 @@ struct DeviceTimes::State {
   // own (op flush, the IO's source index), as a recording has them: one
   // interval from the first to the last would count the gaps between them
   // as busy.
-  void time(Io& io, std::vector<Io>& extra) {
+  void time(format::Io& io, std::vector<format::Io>& extra) {
     const int64_t submit = io.queue_ns;
     const int64_t lo = submit - kClockSlackNs;
     const int64_t hi = io.has_complete() ? io.complete_ns + kClockSlackNs : INT64_MAX;
@@ -222,7 +222,7 @@ struct DeviceTimes::State {
     int64_t first = INT64_MAX, last = INT64_MIN;
     int parts = 0;
     bool merged = false;
-    if (io.length > 0 && io.op != Op::kFlush && io.op != Op::kOther) {
+    if (io.length > 0 && io.op != format::Op::kFlush && io.op != format::Op::kOther) {
       const auto& ext = extents[io.device];
       auto e = std::upper_bound(ext.begin(), ext.end(), io.offset,
                                 [](uint64_t off, const Extent& x) { return off < x.logical; });
@@ -239,9 +239,10 @@ struct DeviceTimes::State {
     }
     flushes.clear();
     std::optional<Piece> write;
-    if (io.op == Op::kFlush || (io.flags & (flag::kPreflush | flag::kFua))) claim_flushes(dev, lo, hi, flushes, write);
+    if (io.op == format::Op::kFlush || (io.flags & (format::flag::kPreflush | format::flag::kFua)))
+      claim_flushes(dev, lo, hi, flushes, write);
     // An fsync's empty write is timed by its own request; a flush by the first flush request.
-    if (parts == 0 && write && io.op != Op::kFlush) {
+    if (parts == 0 && write && io.op != format::Op::kFlush) {
       first = write->issue;
       last = write->complete;
       // Never issued: queued and "issued" when it entered the block layer,
@@ -259,8 +260,8 @@ struct DeviceTimes::State {
         continue;
       }
       if (f.never_issued) continue;  // no busy time to account for
-      Io r = io;
-      r.op = Op::kFlush;
+      format::Io r = io;
+      r.op = format::Op::kFlush;
       r.flags = 0;
       r.offset = r.length = 0;
       r.issue_ns = f.issue;
@@ -270,7 +271,7 @@ struct DeviceTimes::State {
     }
     if (parts == 0) {
       io.issue_ns = submit;
-      io.complete_ns = kNoTime;
+      io.complete_ns = format::kNoTime;
       ++stats.untimed;
       return;
     }
@@ -342,9 +343,9 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
 
 DeviceTimes::~DeviceTimes() = default;
 
-void DeviceTimes::join(std::vector<Io>& ios) {
+void DeviceTimes::join(std::vector<format::Io>& ios) {
   State& s = *s_;
-  const observer::IoSink sink = [&s](const Io& r) { s.add(r); };
+  const observer::IoSink sink = [&s](const format::Io& r) { s.add(r); };
   s.backend->poll(0, sink);
   if (ios.empty()) return;
   const int64_t last_submit = ios.back().queue_ns;
@@ -370,7 +371,7 @@ std::string DeviceTimes::describe() const {
 }
 
 void DeviceTimes::finish() {
-  s_->backend->finish([](const Io&) {});  // requests left in flight: their IOs are already untimed
+  s_->backend->finish([](const format::Io&) {});  // requests left in flight: their IOs are already untimed
 }
 
 DeviceTimesStats DeviceTimes::stats() const {

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "replay/target.h"
 #include "format/io.h"
+#include "replay/target.h"
 
 namespace iotape::replay {
 
@@ -71,7 +71,7 @@ class DeviceTimes {
   // Appends the further flush requests as IOs after them.
   // REQUIRES: every IO given was reaped before the call; calls come in issue
   // order, from one thread.
-  void join(std::vector<Io>& ios);
+  void join(std::vector<format::Io>& ios);
 
   // Names the devices watched, for the result header: "loop3 (7:3)".
   std::string describe() const;

@@ -13,8 +13,8 @@
 #include <random>
 #include <utility>
 
-#include "host/clocks.h"
 #include "format/error.h"
+#include "host/clocks.h"
 
 namespace iotape::replay {
 namespace {
@@ -49,7 +49,7 @@ class Mapping {
   explicit Mapping(size_t size)
       : data_(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)), size_(size) {
     if (data_ == MAP_FAILED)
-      throw error_errno("io_uring", "cannot map " + std::to_string(size) + " bytes of IO buffers", errno);
+      throw format::error_errno("io_uring", "cannot map " + std::to_string(size) + " bytes of IO buffers", errno);
   }
   ~Mapping() {
     if (data_) ::munmap(data_, size_);
@@ -90,7 +90,7 @@ class Ring {
       } else if (r == -EINVAL && (flags & IORING_SETUP_COOP_TASKRUN)) {
         flags &= ~IORING_SETUP_COOP_TASKRUN;
       } else {
-        throw error_errno("io_uring", "cannot set up a ring", -r);
+        throw format::error_errno("io_uring", "cannot set up a ring", -r);
       }
     }
     deferred_ = flags & IORING_SETUP_DEFER_TASKRUN;
@@ -160,7 +160,7 @@ UringEngine::Impl::Impl(const std::vector<Target>& targets, uint64_t max_length,
   fill(write_buf_, data);
   iovec iov[2] = {{read_buf_.data(), read_buf_.size()}, {write_buf_.data(), write_buf_.size()}};
   if (int r = io_uring_register_buffers(ring_.get(), iov, 2); r < 0)
-    throw error_errno("io_uring", "cannot register buffers", -r);
+    throw format::error_errno("io_uring", "cannot register buffers", -r);
   if (max_length > kRegisteredLimit) {
     const uint64_t big = round_up(max_length, 4096);
     large_read_ = Mapping(big);
@@ -170,7 +170,7 @@ UringEngine::Impl::Impl(const std::vector<Target>& targets, uint64_t max_length,
   std::vector<int> fds;
   for (const auto& t : targets) fds.push_back(t.fd);
   if (int r = io_uring_register_files(ring_.get(), fds.data(), static_cast<unsigned>(fds.size())); r < 0)
-    throw error_errno("io_uring", "cannot register target files", -r);
+    throw format::error_errno("io_uring", "cannot register target files", -r);
   uring_discard_ = probe_uring_discard();
 }
 
@@ -206,7 +206,7 @@ io_uring_sqe* UringEngine::Impl::get_sqe() {
     io_uring_submit(ring_.get());
     sqe = io_uring_get_sqe(ring_.get());
   }
-  if (!sqe) throw TraceError("io_uring: no submission entry free");
+  if (!sqe) throw format::TraceError("io_uring: no submission entry free");
   return sqe;
 }
 
@@ -256,23 +256,25 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
   // An fsync's empty pre-flush write is replayed as the fsync alone: the fsync
   // makes it again, and a write of nothing linked behind it would only add a
   // step to every fsync.
-  const Op op = io.op == Op::kWrite && (io.flags & flag::kPreflush) && io.length == 0 ? Op::kFlush : io.op;
-  const bool transfer = op == Op::kRead || op == Op::kWrite;
+  const format::Op op = io.op == format::Op::kWrite && (io.flags & format::flag::kPreflush) && io.length == 0
+                            ? format::Op::kFlush
+                            : io.op;
+  const bool transfer = op == format::Op::kRead || op == format::Op::kWrite;
   if (transfer && io.length > kMaxTransfer) {  // the kernel would move only part of it
     complete_now(tag, -EINVAL);
     return;
   }
   io_uring_sqe* sqe;
   switch (op) {
-    case Op::kRead:
+    case format::Op::kRead:
       sqe = get_sqe();
       if (io.length <= kRegisteredLimit)
         io_uring_prep_read_fixed(sqe, file, read_buf_.data(), len, off, 0);
       else
         io_uring_prep_read(sqe, file, large_read_.data(), len, off);
       break;
-    case Op::kWrite:
-      if (io.flags & flag::kPreflush) {
+    case format::Op::kWrite:
+      if (io.flags & format::flag::kPreflush) {
         sqe = get_sqe();
         io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
         sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
@@ -284,18 +286,18 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
       else
         io_uring_prep_write(sqe, file, large_write_.data(), len, off);
       // RWF_DSYNC on an O_DIRECT write is how the kernel sends a FUA write.
-      if (io.flags & flag::kFua) sqe->rw_flags = RWF_DSYNC;
+      if (io.flags & format::flag::kFua) sqe->rw_flags = RWF_DSYNC;
       break;
-    case Op::kFlush:
+    case format::Op::kFlush:
       sqe = get_sqe();
       io_uring_prep_fsync(sqe, file, file_target ? IORING_FSYNC_DATASYNC : 0);
       break;
-    case Op::kWriteZeroes:
+    case format::Op::kWriteZeroes:
       sqe = get_sqe();
       io_uring_prep_fallocate(sqe, file, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off,
                               static_cast<off_t>(io.length));
       break;
-    case Op::kDiscard:
+    case format::Op::kDiscard:
       discard(io, tag);
       return;
     default:
@@ -312,7 +314,7 @@ int64_t UringEngine::Impl::submit() {
   int r;
   do r = ring_.deferred() ? io_uring_submit_and_get_events(ring_.get()) : io_uring_submit(ring_.get());
   while (r == -EINTR || r == -EAGAIN);
-  if (r < 0) throw error_errno("io_uring", "submit failed", -r);
+  if (r < 0) throw format::error_errno("io_uring", "submit failed", -r);
   events_fresh_ = true;
   return now;
 }

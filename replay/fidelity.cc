@@ -17,7 +17,7 @@ void Fidelity::Order::completed(uint64_t index) {
   any = true;
 }
 
-void Fidelity::add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
+void Fidelity::add(const ReplayIo& io, const format::Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
                    uint64_t replayed_qd) {
   ++ios_;
   if (replayed.status != 0) ++errors_;

@@ -30,11 +30,11 @@
 #include <utility>
 #include <vector>
 
-#include "stats/busy_time.h"
-#include "stats/queue_depth.h"
-#include "stats/histogram.h"
-#include "replay/schedule.h"
 #include "format/io.h"
+#include "replay/schedule.h"
+#include "stats/busy_time.h"
+#include "stats/histogram.h"
+#include "stats/queue_depth.h"
 
 namespace iotape::replay {
 
@@ -68,7 +68,7 @@ class Fidelity {
   // `ready_rel_ns`: when the queue-depth rule let it go (its due time if
   // nothing held it back), relative to the replay start;
   // `replayed_qd`: the IOs in flight when it was submitted, itself included.
-  void add(const ReplayIo& io, const Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
+  void add(const ReplayIo& io, const format::Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
            uint64_t replayed_qd);
   // Completion order of the replay, as IOs complete; it shares no state with
   // add(), so the two may run on different threads.

@@ -29,7 +29,7 @@ DataPattern parse_data(const std::string& text) {
       return d;
     }
   }
-  throw UsageError("bad --data '" + text + "': random, zero or compress:PCT (0-100)");
+  throw format::UsageError("bad --data '" + text + "': random, zero or compress:PCT (0-100)");
 }
 
 namespace {
@@ -53,26 +53,27 @@ std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std:
     const std::string item = text.substr(pos, comma - pos);
     pos = comma + 1;
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw UsageError("bad --device-map entry '" + item + "': expected SRC=DST");
+    if (eq == std::string::npos) throw format::UsageError("bad --device-map entry '" + item + "': expected SRC=DST");
     const std::string src = item.substr(0, eq), dst = item.substr(eq + 1);
     DeviceMapEntry e;
     const auto colon = src.find(':');
     uint32_t v;
     if (colon != std::string::npos) {
       if (!parse_uint(src.substr(0, colon), e.source_major) || !parse_uint(src.substr(colon + 1), e.source_minor))
-        throw UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN, an index or a name");
+        throw format::UsageError("bad trace device '" + src + "' in --device-map: MAJ:MIN, an index or a name");
     } else if (parse_uint(src, v)) {
       e.source_index = v;
     } else if (!src.empty()) {
       e.source_name = src;  // checked against the trace's device table by make_plan
     } else {
-      throw UsageError("bad --device-map entry '" + item + "': no trace device (an index, MAJ:MIN or name) before '='");
+      throw format::UsageError("bad --device-map entry '" + item +
+                               "': no trace device (an index, MAJ:MIN or name) before '='");
     }
     bool found = false;
     for (size_t t = 0; t < targets.size() && !found; ++t)
       if (targets[t] == dst) e.target = static_cast<uint32_t>(t), found = true;
     if (!found && parse_uint(dst, v) && v < targets.size()) e.target = v, found = true;
-    if (!found) throw UsageError("bad target '" + dst + "' in --device-map: a --target path or its index");
+    if (!found) throw format::UsageError("bad target '" + dst + "' in --device-map: a --target path or its index");
     out.push_back(e);
   }
   return out;

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "format/error.h"
 #include "host/clocks.h"
 #include "replay/closed_loop.h"
-#include "format/error.h"
 
 namespace iotape::replay {
 namespace {
@@ -74,7 +74,7 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   int64_t next_progress = host::monotonic_ns() + 1'000'000'000;
   ClosedLoop writes(targets, kWriteBytes, kInFlight, data, [&](const Finished& f) {
     if (f.completion.status < 0)
-      throw error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.status);
+      throw format::error_errno(targets[f.io.target].path, "prefill write failed", -f.completion.status);
     prog.done_bytes += f.io.length;
     if (progress && f.completion.complete_ns >= next_progress) {
       progress(prog);
@@ -84,7 +84,7 @@ uint64_t prefill(const std::vector<Target>& targets, const ReadFootprint* footpr
   auto write_run = [&](uint32_t target, uint64_t offset, uint64_t length) {
     for (uint64_t pos = offset; pos < offset + length && !stop.load(std::memory_order_relaxed);) {
       ReplayIo io;
-      io.op = Op::kWrite;
+      io.op = format::Op::kWrite;
       io.target = target;
       io.offset = pos;
       io.length = std::min(kWriteBytes, offset + length - pos);

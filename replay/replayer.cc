@@ -9,16 +9,16 @@
 #include <memory>
 #include <optional>
 
+#include "format/error.h"
+#include "format/reader.h"
 #include "host/clocks.h"
+#include "host/cpu_idle.h"
 #include "replay/cpu_load.h"
 #include "replay/device_times.h"
 #include "replay/engine.h"
 #include "replay/issue_loop.h"
 #include "replay/prefill.h"
 #include "replay/result_writer.h"
-#include "host/cpu_idle.h"
-#include "format/error.h"
-#include "format/reader.h"
 
 namespace iotape::replay {
 namespace {
@@ -42,8 +42,8 @@ Prefill settle_prefill(const ReplayOptions& o, const std::vector<Target>& target
 }  // namespace
 
 Prepared prepare_replay(const ReplayOptions& o) {
-  if (o.targets.empty()) throw UsageError("no --target given");
-  if (o.speed <= 0) throw UsageError("--speed must be positive");
+  if (o.targets.empty()) throw format::UsageError("no --target given");
+  if (o.speed <= 0) throw format::UsageError("--speed must be positive");
   Prepared p;
   p.options = o;
   // Read-only until the plan says the replay writes and that is allowed.
@@ -51,7 +51,7 @@ Prepared prepare_replay(const ReplayOptions& o) {
   p.options.prefill = settle_prefill(o, p.targets);
   const Prefill prefill = p.options.prefill;
   {
-    TraceReader reader(o.traces);
+    format::TraceReader reader(o.traces);
     p.plan = make_plan(reader, p.targets, o);
     const auto& meta = reader.header().metadata();
     const auto recorded_idle = meta.find("host.cpu_idle");
@@ -64,42 +64,42 @@ Prepared prepare_replay(const ReplayOptions& o) {
     p.source_status = reader.status();
   }
   if (p.plan.ios == 0 && !p.source_status.damaged) {
-    if (p.plan.source_ios == 0) throw InputError(fmt::format("{}: the trace holds no IOs: nothing to replay",
-                                                             fmt::join(o.traces, " ")));
-    throw UsageError(fmt::format("nothing to replay: of the trace's {} IOs, {} are inside the window and none of "
-                                 "them goes to a target ({} of unmapped devices, {} flushes the kernel made for "
-                                 "fsyncs)",
-                                 p.plan.source_ios, p.plan.skipped + p.plan.kernel_flushes, p.plan.skipped,
-                                 p.plan.kernel_flushes));
+    if (p.plan.source_ios == 0)
+      throw format::InputError(fmt::format("{}: the trace holds no IOs: nothing to replay", fmt::join(o.traces, " ")));
+    throw format::UsageError(
+        fmt::format("nothing to replay: of the trace's {} IOs, {} are inside the window and none of "
+                    "them goes to a target ({} of unmapped devices, {} flushes the kernel made for "
+                    "fsyncs)",
+                    p.plan.source_ios, p.plan.skipped + p.plan.kernel_flushes, p.plan.skipped, p.plan.kernel_flushes));
   }
   if (p.source_status.damaged)
     p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
                          p.source_status.message);
   if (!p.plan.unfit.empty())
-    throw UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
-                                 fmt::join(p.plan.unfit, "; ")));
+    throw format::UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
+                                         fmt::join(p.plan.unfit, "; ")));
   for (const auto& t : p.targets) {
     const auto problems = safety_problems(t);
     if (problems.empty()) continue;
     if (!o.force)
-      throw DeviceRefused(fmt::format("refusing to replay onto {}: {} (--force to override)", t.path,
-                                   fmt::join(problems, "; ")));
+      throw format::DeviceRefused(
+          fmt::format("refusing to replay onto {}: {} (--force to override)", t.path, fmt::join(problems, "; ")));
     for (const auto& pr : problems) p.warnings.push_back(fmt::format("{}: {} (--force)", t.path, pr));
   }
   if (prefill != Prefill::kNone && !o.allow_write && !o.dry_run)
-    throw UsageError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
+    throw format::UsageError(fmt::format("--prefill writes to {}: give --allow-write", fmt::join(o.targets, ", ")));
   const bool writes = p.plan.writes() || prefill != Prefill::kNone;
   if (p.plan.writes() && !o.allow_write && !o.dry_run)
-    throw UsageError(fmt::format("the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
-                                 "to let it change the contents of {}",
-                                 p.plan.by_op[static_cast<int>(Op::kWrite)],
-                                 p.plan.by_op[static_cast<int>(Op::kDiscard)],
-                                 p.plan.by_op[static_cast<int>(Op::kWriteZeroes)], fmt::join(o.targets, ", ")));
-  if (prefill == Prefill::kNone && p.plan.by_op[static_cast<int>(Op::kRead)])
+    throw format::UsageError(fmt::format(
+        "the trace writes ({} writes, {} discards, {} write-zeroes): give --allow-write "
+        "to let it change the contents of {}",
+        p.plan.by_op[static_cast<int>(format::Op::kWrite)], p.plan.by_op[static_cast<int>(format::Op::kDiscard)],
+        p.plan.by_op[static_cast<int>(format::Op::kWriteZeroes)], fmt::join(o.targets, ", ")));
+  if (prefill == Prefill::kNone && p.plan.by_op[static_cast<int>(format::Op::kRead)])
     p.warnings.push_back(fmt::format(
         "nothing is prefilled: the {} reads may read ranges never written, which a drive answers without reading "
         "its media (measuring nothing); {}",
-        p.plan.by_op[static_cast<int>(Op::kRead)],
+        p.plan.by_op[static_cast<int>(format::Op::kRead)],
         o.allow_write ? "--prefill reads writes them first" : "--allow-write with --prefill reads writes them first"));
   if (o.qd == 0 && p.plan.with_completion < p.plan.ios)
     p.warnings.push_back(fmt::format("{} of {} IOs have no recorded completion; --qd recorded treats them as "
@@ -123,7 +123,7 @@ Prepared prepare_replay(const ReplayOptions& o) {
 std::string describe_failure(const IoFailure& f, const std::vector<Target>& targets) {
   const int err = -f.status;
   const char* name = ::strerrorname_np(err);
-  return fmt::format("IO #{} ({} of {} bytes at byte {} of {}): {}{}", f.source_index, op_name(f.op), f.length,
+  return fmt::format("IO #{} ({} of {} bytes at byte {} of {}): {}{}", f.source_index, format::op_name(f.op), f.length,
                      f.offset, f.target < targets.size() ? targets[f.target].path : fmt::format("target {}", f.target),
                      name ? fmt::format("{}, ", name) : fmt::format("error {}, ", err), std::strerror(err));
 }
@@ -136,10 +136,10 @@ std::string describe_plan(const Prepared& p) {
     s += fmt::format("           {} flush requests the kernel made for recorded fsyncs are made again by the "
                      "replayed fsyncs, not replayed themselves\n",
                      pl.kernel_flushes);
-  for (int op = 0; op < kOpCount; ++op)
+  for (int op = 0; op < format::kOpCount; ++op)
     if (pl.by_op[op])
-      s += fmt::format("           {:<13}{:>12} IOs {:>12}\n", op_name(static_cast<Op>(op)), pl.by_op[op],
-                       bytes_text(pl.bytes_by_op[op]));
+      s += fmt::format("           {:<13}{:>12} IOs {:>12}\n", format::op_name(static_cast<format::Op>(op)),
+                       pl.by_op[op], bytes_text(pl.bytes_by_op[op]));
   if (p.options.timing == Timing::kOriginal)
     s += fmt::format("duration   about {:.6f} s (original timing, speed {})\n", pl.last_due_ns / 1e9,
                      p.options.speed);
@@ -189,13 +189,13 @@ std::vector<uint64_t> source_sizes(const Plan& plan, const v1::TraceHeader& head
 ReadFootprint read_footprint(const Prepared& p, const std::vector<uint64_t>& source_size) {
   const ReplayOptions& o = p.options;
   ReadFootprint footprint(p.targets);
-  TraceReader source(o.traces);
+  format::TraceReader source(o.traces);
   DeviceMap source_map(source.header(), p.targets.size(), o);
   Placement source_placement(source_map, p.targets, o.fit, source_size);
   Schedule reads(source, source_placement, o);
   ReplayIo io;
   while (reads.next(io))
-    if (io.op == Op::kRead) footprint.add(io.target, io.offset, io.length);
+    if (io.op == format::Op::kRead) footprint.add(io.target, io.offset, io.length);
   return footprint;
 }
 
@@ -226,7 +226,7 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
       device = std::make_unique<DeviceTimes>(p.targets);
     } catch (const std::exception& e) {
       if (p.options.times == Times::kDevice)
-        throw TraceError(std::string("cannot time the replay at the device: ") + e.what());
+        throw format::TraceError(std::string("cannot time the replay at the device: ") + e.what());
       out.user_times_reason = e.what();
     }
   }
@@ -241,7 +241,7 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
 // timed issue loop, then the result's metadata.
 Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::function<void(const Progress&)>& progress) {
   const ReplayOptions& o = p.options;
-  TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces);
   DeviceMap map(reader.header(), p.targets.size(), o);
   std::vector<uint64_t> source_size = source_sizes(p.plan, reader.header());
   Outcome out;

@@ -32,7 +32,7 @@ struct Prepared {
   std::string cpu_idle;               // how this host's idle CPUs wait (host/cpu_idle.h), for the result
   // Damage the plan pass met in the source: the replay covers the IOs before
   // it. Damage is the caller's to report (the CLI exits 2 after the replay).
-  ReadStatus source_status;
+  format::ReadStatus source_status;
 };
 
 // Throws TraceError, naming the reason, when the replay must not start: a
@@ -57,7 +57,7 @@ struct Progress {
 struct IoFailure {
   uint64_t source_index = 0;  // the IO's position in the source trace
   uint32_t target = 0;
-  Op op = Op::kRead;
+  format::Op op = format::Op::kRead;
   uint64_t offset = 0, length = 0;  // on the target
   int32_t status = 0;               // a negative errno
 };

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <memory>
 
-#include "host/clocks.h"
-#include "replay/engine.h"
 #include "format/error.h"
 #include "format/version.h"
+#include "host/clocks.h"
+#include "replay/engine.h"
 
 namespace iotape::replay {
 namespace {
@@ -25,7 +25,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
                               const DeviceTimes* device, const std::string& user_times_reason) {
   v1::TraceHeader h;
   h.set_creator("iotape");
-  h.set_creator_version(kVersion);
+  h.set_creator_version(format::kVersion);
   h.set_source(v1::SOURCE_REPLAY);
   h.set_source_detail(p.options.timing == Timing::kOriginal ? "replay:original" : "replay:afap");
   utsname u{};
@@ -46,7 +46,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
   m["replay.prefill"] = prefill_name(p.options.prefill);
-  m["replay.version"] = kVersion;
+  m["replay.version"] = format::kVersion;
   if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
   if (device) {
     m["replay.times"] = "device";
@@ -67,8 +67,8 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   return h;
 }
 
-WriterOptions result_options() {
-  WriterOptions wo;
+format::WriterOptions result_options() {
+  format::WriterOptions wo;
   wo.chunk_ios = 8192;
   wo.zstd_level = 1;
   return wo;
@@ -77,8 +77,8 @@ WriterOptions result_options() {
 // The result trace's record of a finished IO, on the replayer's clock: the
 // submission as issue (user times) or as queue time (for DeviceTimes to add
 // the device's issue and completion).
-Io result_io(const Slot& s, bool device_times) {
-  Io r;
+format::Io result_io(const Slot& s, bool device_times) {
+  format::Io r;
   r.issue_ns = s.issue_ns;
   if (device_times) r.queue_ns = s.issue_ns;
   r.complete_ns = s.complete_ns;
@@ -100,7 +100,7 @@ std::string sha256_files(const std::vector<std::string>& paths) {
   std::vector<char> buf(1 << 20);
   for (const auto& p : paths) {
     std::ifstream in(p, std::ios::binary);
-    if (!in) throw error_errno(p, "cannot read", errno);
+    if (!in) throw format::error_errno(p, "cannot read", errno);
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
@@ -134,7 +134,7 @@ void ResultWriter::set_start(int64_t start_ns) {
 void ResultWriter::encode() {
   try {
     std::vector<Slot> batch;
-    std::vector<Io> results, held;
+    std::vector<format::Io> results, held;
     while (queue_.pop(batch)) {
       results.clear();
       for (const Slot& s : batch) results.push_back(result_io(s, device_ != nullptr));
@@ -142,12 +142,12 @@ void ResultWriter::encode() {
       for (size_t i = 0; i < batch.size(); ++i)
         fidelity_.add(batch[i].io, results[i], batch[i].issue_ns - start_, batch[i].ready_ns - start_, batch[i].qd);
       if (!device_) {
-        for (const Io& r : results) writer_.append(r);
+        for (const format::Io& r : results) writer_.append(r);
         continue;
       }
       append(held, results);
     }
-    for (const Io& r : held) writer_.append(r);
+    for (const format::Io& r : held) writer_.append(r);
   } catch (...) {
     error_ = std::current_exception();
     queue_.close();
@@ -157,12 +157,12 @@ void ResultWriter::encode() {
 // The device may issue IOs in another order than they were submitted: sort
 // them, and hold back the newest until the next batch, which may hold IOs
 // the device issued before them.
-void ResultWriter::append(std::vector<Io>& held, const std::vector<Io>& results) {
-  const auto by_issue = [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; };
+void ResultWriter::append(std::vector<format::Io>& held, const std::vector<format::Io>& results) {
+  const auto by_issue = [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; };
   held.insert(held.end(), results.begin(), results.end());
   std::stable_sort(held.begin(), held.end(), by_issue);
   const int64_t keep_from = held.back().issue_ns - kReorderNs;
-  const auto cut = std::find_if(held.begin(), held.end(), [&](const Io& r) { return r.issue_ns >= keep_from; });
+  const auto cut = std::find_if(held.begin(), held.end(), [&](const format::Io& r) { return r.issue_ns >= keep_from; });
   for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
   held.erase(held.begin(), cut);
 }

@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "format/writer.h"
 #include "iotape/v1/trace.pb.h"
 #include "replay/batch_queue.h"
 #include "replay/device_times.h"
 #include "replay/fidelity.h"
 #include "replay/issue_loop.h"
 #include "replay/replayer.h"
-#include "format/writer.h"
 
 namespace iotape::replay {
 
@@ -60,11 +60,11 @@ class ResultWriter {
 
  private:
   void encode();  // the writer thread's body
-  void append(std::vector<Io>& held, const std::vector<Io>& results);
+  void append(std::vector<format::Io>& held, const std::vector<format::Io>& results);
 
   DeviceTimes* device_;
   Fidelity& fidelity_;
-  TraceWriter writer_;
+  format::TraceWriter writer_;
   BatchQueue<Slot> queue_{8};
   int64_t start_ = 0;  // set before the first finished IO is handed over
   std::exception_ptr error_;

@@ -9,9 +9,11 @@
 
 namespace iotape::replay {
 
-bool modifies(Op op) { return op == Op::kWrite || op == Op::kDiscard || op == Op::kWriteZeroes; }
+bool modifies(format::Op op) {
+  return op == format::Op::kWrite || op == format::Op::kDiscard || op == format::Op::kWriteZeroes;
+}
 
-int64_t event_time(const Io& io, EventTime e) {
+int64_t event_time(const format::Io& io, EventTime e) {
   return e == EventTime::kQueue && io.has_queue() ? io.queue_ns : io.issue_ns;
 }
 
@@ -45,7 +47,7 @@ Placement::Placement(const DeviceMap& map, const std::vector<Target>& targets, F
   }
 }
 
-bool Placement::place(const Io& io, uint32_t& target, uint64_t& offset) const {
+bool Placement::place(const format::Io& io, uint32_t& target, uint64_t& offset) const {
   const int t = map_.target_of(io.device);
   if (t < 0) return false;
   target = static_cast<uint32_t>(t);
@@ -81,20 +83,20 @@ void Timeline::add(int64_t t, int64_t complete, int64_t& due_ns, int64_t& idle_n
     removed_ += gap - kept;
     if (afap_) idle_ns = static_cast<int64_t>(std::llround(static_cast<double>(kept) / speed_));
   }
-  busy_until_ = std::max(busy_until_, complete == kNoTime ? t : complete);
+  busy_until_ = std::max(busy_until_, complete == format::kNoTime ? t : complete);
   due_ns = std::max<int64_t>(0, static_cast<int64_t>(std::llround(static_cast<double>(t - t0_ - removed_) / speed_)));
 }
 
-WindowedSource::WindowedSource(TraceReader& reader, const ReplayOptions& o) : reader_(reader), o_(o) {}
+WindowedSource::WindowedSource(format::TraceReader& reader, const ReplayOptions& o) : reader_(reader), o_(o) {}
 
-const Io* WindowedSource::next(uint64_t& index) {
+const format::Io* WindowedSource::next(uint64_t& index) {
   while (!ended_) {
     if (pos_ == batch_.size()) {
       batch_ = reader_.next_batch();
       pos_ = 0;
       if (batch_.empty()) return nullptr;
     }
-    const Io& io = batch_[pos_++];
+    const format::Io& io = batch_[pos_++];
     index = index_++;
     const int64_t t = event_time(io, o_.events);
     if (!started_) started_ = true, first_ = t;
@@ -103,11 +105,11 @@ const Io* WindowedSource::next(uint64_t& index) {
       ended_ = true;  // the source is sorted: nothing later is inside the window
       return nullptr;
     }
-    if (io.op == Op::kFlush && io.pid == 0 && io.device < flush_until_.size() && t <= flush_until_[io.device]) {
+    if (io.op == format::Op::kFlush && io.pid == 0 && io.device < flush_until_.size() && t <= flush_until_[io.device]) {
       ++kernel_flushes_;
       continue;
     }
-    if (io.op == Op::kWrite && (io.flags & (flag::kPreflush | flag::kFua))) {
+    if (io.op == format::Op::kWrite && (io.flags & (format::flag::kPreflush | format::flag::kFua))) {
       if (io.device >= flush_until_.size()) flush_until_.resize(io.device + 1, INT64_MIN);
       flush_until_[io.device] = std::max(flush_until_[io.device], io.has_complete() ? io.complete_ns : t);
     }
@@ -116,12 +118,12 @@ const Io* WindowedSource::next(uint64_t& index) {
   return nullptr;
 }
 
-Schedule::Schedule(TraceReader& reader, const Placement& placement, const ReplayOptions& o)
+Schedule::Schedule(format::TraceReader& reader, const Placement& placement, const ReplayOptions& o)
     : placement_(placement), o_(o), source_(reader, o), timeline_(o) {}
 
 bool Schedule::next(ReplayIo& out) {
   uint64_t index;
-  while (const Io* io = source_.next(index)) {
+  while (const format::Io* io = source_.next(index)) {
     if (!placement_.place(*io, out.target, out.offset)) continue;
     out.source_index = index;
     out.length = io->length;
@@ -130,15 +132,15 @@ bool Schedule::next(ReplayIo& out) {
     out.rec_time_ns = event_time(*io, o_.events);
     out.rec_complete_ns = io->has_complete() ? io->complete_ns : out.rec_time_ns;
     out.rec_never_issued = io->never_issued();
-    timeline_.add(out.rec_time_ns, io->has_complete() ? io->complete_ns : kNoTime, out.due_ns, out.idle_ns);
+    timeline_.add(out.rec_time_ns, io->has_complete() ? io->complete_ns : format::kNoTime, out.due_ns, out.idle_ns);
     return true;
   }
   return false;
 }
 
 bool Plan::writes() const {
-  return by_op[static_cast<int>(Op::kWrite)] || by_op[static_cast<int>(Op::kDiscard)] ||
-         by_op[static_cast<int>(Op::kWriteZeroes)];
+  return by_op[static_cast<int>(format::Op::kWrite)] || by_op[static_cast<int>(format::Op::kDiscard)] ||
+         by_op[static_cast<int>(format::Op::kWriteZeroes)];
 }
 
 namespace {
@@ -164,7 +166,7 @@ void route_devices(Plan& p, const std::vector<uint64_t>& device_ios, const Devic
   std::vector<std::string> paths;
   for (const Target& t : targets) paths.push_back(fmt::format("{} {}", paths.size(), t.path));
   if (o.device_map.empty() && (unrouted || p.routes.size() > targets.size()))
-    throw UsageError(fmt::format(
+    throw format::UsageError(fmt::format(
         "the trace has IOs on {} devices ({}) and there {} {} target{} ({}): give --device-map to say which device "
         "goes onto which target (e.g. --device-map {})",
         p.routes.size(), fmt::join(devices, ", "), targets.size() == 1 ? "is" : "are", targets.size(),
@@ -180,15 +182,16 @@ void route_devices(Plan& p, const std::vector<uint64_t>& device_ios, const Devic
     const std::string src = e.source_index ? std::to_string(*e.source_index)
                             : !e.source_name.empty() ? e.source_name
                                                      : fmt::format("{}:{}", e.source_major, e.source_minor);
-    throw UsageError(fmt::format("--device-map names trace device '{}', which the trace does not have (its "
-                                 "devices: {})",
-                                 src, table.empty() ? std::string("none listed") : fmt::format("{}", fmt::join(table, ", "))));
+    throw format::UsageError(
+        fmt::format("--device-map names trace device '{}', which the trace does not have (its "
+                    "devices: {})",
+                    src, table.empty() ? std::string("none listed") : fmt::format("{}", fmt::join(table, ", "))));
   }
 }
 
 }  // namespace
 
-Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o) {
+Plan make_plan(format::TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o) {
   Plan p;
   DeviceMap map(reader.header(), targets.size(), o);
   WindowedSource source(reader, o);
@@ -197,7 +200,7 @@ Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const Re
   int64_t first_t = 0, last_t = 0, idle;
   uint64_t index;
   std::vector<uint64_t> device_ios;  // IOs in the window by trace device, replayed or not
-  while (const Io* io = source.next(index)) {
+  while (const format::Io* io = source.next(index)) {
     if (io->device >= device_ios.size()) device_ios.resize(io->device + 1, 0);
     ++device_ios[io->device];
     if (map.target_of(io->device) < 0) {
@@ -207,7 +210,7 @@ Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const Re
     const int64_t t = event_time(*io, o.events);
     if (first) first = false, first_t = t;
     last_t = std::max(last_t, io->has_complete() ? io->complete_ns : t);
-    timeline.add(t, io->has_complete() ? io->complete_ns : kNoTime, p.last_due_ns, idle);
+    timeline.add(t, io->has_complete() ? io->complete_ns : format::kNoTime, p.last_due_ns, idle);
     ++p.ios;
     ++p.by_op[static_cast<int>(io->op)];
     p.bytes_by_op[static_cast<int>(io->op)] += io->length;

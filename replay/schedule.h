@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "replay/options.h"
-#include "replay/target.h"
 #include "format/io.h"
 #include "format/reader.h"
+#include "replay/options.h"
+#include "replay/target.h"
 
 namespace iotape::replay {
 
@@ -33,12 +33,12 @@ struct ReplayIo {
   uint64_t offset = 0;        // on the target
   uint64_t length = 0;
   uint32_t target = 0;
-  Op op = Op::kRead;
+  format::Op op = format::Op::kRead;
   uint32_t flags = 0;
 };
 
 // True for operations that change the target's contents.
-bool modifies(Op op);
+bool modifies(format::Op op);
 
 // Trace device -> target: --device-map when given (unmapped devices are not
 // replayed), else device i to target i, and a single target takes the one
@@ -69,7 +69,7 @@ class Placement {
   Placement(const DeviceMap& map, const std::vector<Target>& targets, Fit fit, std::vector<uint64_t> source_size);
   // Places `io`; false when its device is not replayed. Under --fit fail the
   // offset is kept: make_plan refuses traces with IOs past a target's end.
-  bool place(const Io& io, uint32_t& target, uint64_t& offset) const;
+  bool place(const format::Io& io, uint32_t& target, uint64_t& offset) const;
 
  private:
   const DeviceMap& map_;
@@ -98,7 +98,7 @@ class Timeline {
 };
 
 // The time --events chooses for `io`.
-int64_t event_time(const Io& io, EventTime e);
+int64_t event_time(const format::Io& io, EventTime e);
 
 // The source IOs inside --window, with their source index, less the flush
 // requests the kernel made for a recorded fsync or FUA write (op flush, no
@@ -107,15 +107,15 @@ int64_t event_time(const Io& io, EventTime e);
 // them as well would flush two or three times for each recorded fsync.
 class WindowedSource {
  public:
-  WindowedSource(TraceReader& reader, const ReplayOptions& o);
-  const Io* next(uint64_t& index);  // nullptr at the end
+  WindowedSource(format::TraceReader& reader, const ReplayOptions& o);
+  const format::Io* next(uint64_t& index);                     // nullptr at the end
   uint64_t kernel_flushes() const { return kernel_flushes_; }  // left out so far
   uint64_t read() const { return index_; }  // source IOs read so far, inside the window or not
 
  private:
-  TraceReader& reader_;
+  format::TraceReader& reader_;
   const ReplayOptions& o_;
-  std::span<const Io> batch_;
+  std::span<const format::Io> batch_;
   size_t pos_ = 0;
   uint64_t index_ = 0;
   bool started_ = false;
@@ -127,7 +127,7 @@ class WindowedSource {
 
 class Schedule {
  public:
-  Schedule(TraceReader& reader, const Placement& placement, const ReplayOptions& o);
+  Schedule(format::TraceReader& reader, const Placement& placement, const ReplayOptions& o);
   // The next IO to replay; false at the end of the source (or window).
   bool next(ReplayIo& out);
 
@@ -151,8 +151,8 @@ struct Plan {
   uint64_t ios = 0;               // IOs to replay
   uint64_t skipped = 0;           // IOs of unmapped devices
   uint64_t kernel_flushes = 0;    // flushes the replayed fsyncs make again (see WindowedSource)
-  uint64_t by_op[kOpCount] = {};
-  uint64_t bytes_by_op[kOpCount] = {};
+  uint64_t by_op[format::kOpCount] = {};
+  uint64_t bytes_by_op[format::kOpCount] = {};
   uint64_t max_length = 0;
   int64_t span_ns = 0;            // recorded time from the first to the last IO
   int64_t last_due_ns = 0;        // original timing: due time of the last IO
@@ -169,6 +169,6 @@ struct Plan {
 // UsageError, naming the trace's devices and the targets, when trace devices
 // have no target or would share one without a --device-map, or when a
 // --device-map entry names no device of the trace.
-Plan make_plan(TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o);
+Plan make_plan(format::TraceReader& reader, const std::vector<Target>& targets, const ReplayOptions& o);
 
 }  // namespace iotape::replay

@@ -15,8 +15,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "host/block_device.h"
 #include "format/error.h"
+#include "host/block_device.h"
 
 namespace iotape::replay {
 namespace fs = std::filesystem;
@@ -75,11 +75,12 @@ Target open_target(const std::string& path, bool writable, bool force) {
   if (::stat(path.c_str(), &st) != 0) {
     // A target that is not there is a wrong argument, not a failed system call.
     if (errno == ENOENT || errno == ENOTDIR)
-      throw UsageError(fmt::format("{}: no such target: {}", path, std::strerror(errno)));
-    throw error_errno(path, "cannot stat target", errno);
+      throw format::UsageError(fmt::format("{}: no such target: {}", path, std::strerror(errno)));
+    throw format::error_errno(path, "cannot stat target", errno);
   }
   t.block = S_ISBLK(st.st_mode);
-  if (!t.block && !S_ISREG(st.st_mode)) throw UsageError(path + ": target is neither a block device nor a regular file");
+  if (!t.block && !S_ISREG(st.st_mode))
+    throw format::UsageError(path + ": target is neither a block device nor a regular file");
   int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   if (t.block && writable && !force) flags |= O_EXCL;
   t.fd = ::open(path.c_str(), flags | O_DIRECT);
@@ -95,8 +96,9 @@ Target open_target(const std::string& path, bool writable, bool force) {
   t.direct = t.fd >= 0;
   if (t.fd < 0 && errno == EINVAL && !t.block) t.fd = ::open(path.c_str(), flags);
   if (t.fd < 0) {
-    if (errno == EBUSY) throw DeviceRefused(path + ": device is busy (mounted or held); --force to replay anyway");
-    throw error_errno(path, "cannot open target", errno);
+    if (errno == EBUSY)
+      throw format::DeviceRefused(path + ": device is busy (mounted or held); --force to replay anyway");
+    throw format::error_errno(path, "cannot open target", errno);
   }
   t.name = fs::path(path).filename().string();
   if (t.block) {
@@ -105,7 +107,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
     uint64_t bytes = 0;
     int lbs = 512;
     unsigned pbs = 512;
-    if (::ioctl(t.fd, BLKGETSIZE64, &bytes) != 0) throw error_errno(path, "BLKGETSIZE64", errno);
+    if (::ioctl(t.fd, BLKGETSIZE64, &bytes) != 0) throw format::error_errno(path, "BLKGETSIZE64", errno);
     ::ioctl(t.fd, BLKSSZGET, &lbs);
     ::ioctl(t.fd, BLKPBSZGET, &pbs);
     t.size = bytes;
@@ -119,7 +121,7 @@ Target open_target(const std::string& path, bool writable, bool force) {
     t.logical_block = t.physical_block = 4096;  // safe O_DIRECT alignment on any filesystem
     t.model = "file";
   }
-  if (t.size == 0) throw UsageError(path + ": target has size 0");
+  if (t.size == 0) throw format::UsageError(path + ": target has size 0");
   return t;
 }
 
@@ -170,7 +172,7 @@ Target open_writable_target(const std::string& path, bool force) {
   Target t = open_target(path, true, force);
   const auto problems = safety_problems(t);
   if (!problems.empty() && !force)
-    throw DeviceRefused(path + ": refusing to write: " + problems.front() + " (--force overrides)");
+    throw format::DeviceRefused(path + ": refusing to write: " + problems.front() + " (--force overrides)");
   return t;
 }
 

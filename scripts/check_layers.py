@@ -4,8 +4,10 @@
 Reads every `#include "..."` of the modules' sources and every iotape_*
 library in their CMakeLists.txt link lines, and fails naming each file and
 line that uses a module its own module may not. It also fails on a header
-that declares a function only another module defines: a program that links
-the header's library alone would not link, and no include shows it.
+that declares a function only another module defines (a program that links
+the header's library alone would not link, and no include shows it), and on
+a file that opens a namespace other than its module's own: directory =
+library = namespace, `iotape::<module>`.
 Usage: check_layers.py [ROOT]
 """
 import pathlib
@@ -109,6 +111,23 @@ def foreign_declarations(root: pathlib.Path, files):
     return problems
 
 
+def foreign_namespaces(root: pathlib.Path, files):
+    """Files that open an iotape namespace other than their module's, other
+    than to declare a class of it."""
+    opened = re.compile(r"^\s*namespace\s+(iotape(?:::\w+)*)\s*\{", re.M)
+    problems = []
+    for rel, own in files:
+        text = strip_comments((root / rel).read_text(errors="replace"))
+        for m in opened.finditer(text):
+            ns = m.group(1)
+            body = text[m.end():text.find("}", m.end())]
+            forward_only = re.fullmatch(r"(\s*(class|struct)\s+\w+\s*;)*\s*", body)
+            if ns != f"iotape::{own}" and not ns.startswith(f"iotape::{own}::") and not forward_only:
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{rel}:{line}: {own} opens namespace {ns}, not iotape::{own}")
+    return problems
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     problems = []
@@ -146,6 +165,7 @@ def main() -> int:
                 if used and used != own and used not in ALLOWED[own]:
                     problems.append(f"{cml.relative_to(root)}:{line}: {m.group(1)} links {lib}, which is above it")
     problems += foreign_declarations(root, files)
+    problems += foreign_namespaces(root, [(rel, own) for rel, own in files if own != "proto"])
     for p in problems:
         print(p)
     print(f"check_layers: {checked} files, {len(problems)} layering violations")

@@ -13,7 +13,7 @@ int QueueDepth::bucket_of(uint64_t qd) {
   return 7;
 }
 
-void QueueDepth::add(const Io& io) {
+void QueueDepth::add(const format::Io& io) {
   while (!outstanding_.empty() && outstanding_.top() <= io.issue_ns) outstanding_.pop();
   const uint64_t qd = outstanding_.size() + 1;
   ++buckets_[bucket_of(qd)];

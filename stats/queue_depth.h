@@ -22,7 +22,7 @@ class QueueDepth {
  public:
   static constexpr std::array<std::string_view, 8> kBucketNames = {"1",    "2",     "3",     "4-5",
                                                                    "6-10", "11-20", "21-32", ">32"};
-  void add(const Io& io);
+  void add(const format::Io& io);
   uint64_t ios() const { return ios_; }
   double mean() const { return ios_ ? static_cast<double>(sum_) / static_cast<double>(ios_) : 0.0; }
   uint64_t max() const { return max_; }

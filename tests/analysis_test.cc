@@ -21,12 +21,12 @@
 #include <regex>
 #include <sstream>
 
-#include "stats/histogram.h"
 #include "analysis/report.h"
 #include "analysis/report_output.h"
-#include "tests/test_support.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "stats/histogram.h"
+#include "tests/test_support.h"
 #include "units/units.h"
 
 using namespace iotape;
@@ -42,9 +42,9 @@ v1::Device device(uint32_t major, uint32_t minor) {
   return d;
 }
 
-Io io_of(Op op, int64_t issue, int64_t complete, uint64_t offset, uint64_t length, uint32_t pid = 0,
-         std::string_view comm = {}) {
-  Io io;
+format::Io io_of(format::Op op, int64_t issue, int64_t complete, uint64_t offset, uint64_t length, uint32_t pid = 0,
+                 std::string_view comm = {}) {
+  format::Io io;
   io.op = op;
   io.issue_ns = issue;
   io.complete_ns = complete;
@@ -128,23 +128,23 @@ TEST_CASE("an fsync's empty write the device never saw adds no busy time and no 
   test::TempDir dir;
   const std::string path = dir.file("fsync.iot");
   {
-    TraceWriter w(path, v1::TraceHeader());
+    format::TraceWriter w(path, v1::TraceHeader());
     w.add_device(device(8, 0));
     // ns:      0    100   112        160 166
     // R read   [---------)                        0..100
     // P empty pre-flush write, queued at 100, never issued, completed at 166
     // F its flush request                [--)     112..160 (D..C)
     // W write                      140..200
-    w.append(io_of(Op::kRead, 0, 100, 0, 4096, 10, "fio"));
-    Io p = io_of(Op::kWrite, 100, 166, 0, 0, 10, "iou-wrk-10");
+    w.append(io_of(format::Op::kRead, 0, 100, 0, 4096, 10, "fio"));
+    format::Io p = io_of(format::Op::kWrite, 100, 166, 0, 0, 10, "iou-wrk-10");
     p.queue_ns = 100;
-    p.flags = flag::kPreflush | flag::kSync;
+    p.flags = format::flag::kPreflush | format::flag::kSync;
     w.append(p);
-    w.append(io_of(Op::kFlush, 112, 160, 0, 0));
-    w.append(io_of(Op::kWrite, 140, 200, 8192, 4096, 10, "fio"));
+    w.append(io_of(format::Op::kFlush, 112, 160, 0, 0));
+    w.append(io_of(format::Op::kWrite, 140, 200, 8192, 4096, 10, "fio"));
     w.close();
   }
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   const Report r = analyse(reader);
   REQUIRE(r.ios == 4);
   // [0,100) + [112,200): the gap 100..112, while the flush request was being
@@ -155,7 +155,7 @@ TEST_CASE("an fsync's empty write the device never saw adds no busy time and no 
   // flush request); the empty write none.
   CHECK(r.queue_depth.buckets() == std::array<uint64_t, 8>{3, 1, 0, 0, 0, 0, 0, 0});
   // Its device latency is nothing; it waited queue to completion.
-  const auto& writes = r.latency[static_cast<int>(Op::kWrite)];
+  const auto& writes = r.latency[static_cast<int>(format::Op::kWrite)];
   CHECK(writes.d2c.count() == 2);
   CHECK(writes.d2c.min() == 0);
   CHECK(writes.q2d.max() == 66);
@@ -165,7 +165,7 @@ TEST_CASE("report on a hand-made trace") {
   test::TempDir dir;
   const std::string path = dir.file("hand.iot");
   {
-    TraceWriter w(path, v1::TraceHeader());
+    format::TraceWriter w(path, v1::TraceHeader());
     w.add_device(device(8, 0));
     w.add_device(device(8, 16));
     // ns:      0   50  100 120 130 150     300  400 450  500  600      1000
@@ -177,32 +177,32 @@ TEST_CASE("report on a hand-made trace") {
     // F write                                           500.. (no completion) 128 KiB at 16 KiB (follows B)
     // G write                                                 [---------)    600..1000 200000 B at 0
     // H read on the other device 8:16                           700..800
-    Io a = io_of(Op::kRead, 0, 100, 0, 4096, 10, "fio");
+    format::Io a = io_of(format::Op::kRead, 0, 100, 0, 4096, 10, "fio");
     a.queue_ns = -20;
     w.append(a);
-    w.append(io_of(Op::kWrite, 50, 150, 8192, 8192, 20, "kworker"));
-    w.append(io_of(Op::kRead, 120, 130, 4096, 4096, 10, "fio"));
-    w.append(io_of(Op::kRead, 300, 400, 100000, 512, 10, "fio"));
-    w.append(io_of(Op::kFlush, 400, 450, 0, 0));
-    w.append(io_of(Op::kWrite, 500, kNoTime, 16384, 131072));
-    w.append(io_of(Op::kWrite, 600, 1000, 0, 200000, 20, "kworker"));
-    Io h = io_of(Op::kRead, 700, 800, 0, 4096);
+    w.append(io_of(format::Op::kWrite, 50, 150, 8192, 8192, 20, "kworker"));
+    w.append(io_of(format::Op::kRead, 120, 130, 4096, 4096, 10, "fio"));
+    w.append(io_of(format::Op::kRead, 300, 400, 100000, 512, 10, "fio"));
+    w.append(io_of(format::Op::kFlush, 400, 450, 0, 0));
+    w.append(io_of(format::Op::kWrite, 500, format::kNoTime, 16384, 131072));
+    w.append(io_of(format::Op::kWrite, 600, 1000, 0, 200000, 20, "kworker"));
+    format::Io h = io_of(format::Op::kRead, 700, 800, 0, 4096);
     h.device = 1;
     w.append(h);
     w.close();
   }
 
   SECTION("one device") {
-    TraceReader reader(path);
+    format::TraceReader reader(path);
     ReportOptions o;
-    o.device = DeviceFilter{8, 0};
+    o.device = format::DeviceFilter{8, 0};
     const Report r = analyse(reader, o);
     CHECK(r.ios == 7);
-    CHECK(r.op(Op::kRead).ios == 3);
-    CHECK(r.op(Op::kWrite).ios == 3);
-    CHECK(r.op(Op::kFlush).ios == 1);
-    CHECK(r.op(Op::kRead).bytes == 4096 + 4096 + 512);
-    CHECK(r.op(Op::kWrite).bytes == 8192 + 131072 + 200000);
+    CHECK(r.op(format::Op::kRead).ios == 3);
+    CHECK(r.op(format::Op::kWrite).ios == 3);
+    CHECK(r.op(format::Op::kFlush).ios == 1);
+    CHECK(r.op(format::Op::kRead).bytes == 4096 + 4096 + 512);
+    CHECK(r.op(format::Op::kWrite).bytes == 8192 + 131072 + 200000);
     CHECK(r.with_completion == 6);
     CHECK(r.with_queue_time == 1);
     // Busy: [0,150] + [300,450] (D and E touch) + [600,1000]; F has no completion.
@@ -213,18 +213,18 @@ TEST_CASE("report on a hand-made trace") {
     CHECK(r.idle_ns() == 300);
     CHECK(data_rate_MBps(8704, 210) == Approx(8704 / 1e6 / 210e-9));
     // Latency: reads 100, 10, 100; writes 100, 400 (exact: below 128 or on a bucket edge).
-    const auto& rl = r.latency_of(Op::kRead).d2c;
+    const auto& rl = r.latency_of(format::Op::kRead).d2c;
     CHECK(rl.count() == 3);
     CHECK(rl.mean() == Approx(70));
     CHECK(rl.percentile(50) == 100);
     CHECK(rl.percentile(1) == 10);
     CHECK(rl.max() == 100);
-    const auto& wl = r.latency_of(Op::kWrite).d2c;
+    const auto& wl = r.latency_of(format::Op::kWrite).d2c;
     CHECK(wl.count() == 2);
     CHECK(wl.percentile(50) == 100);
     CHECK(wl.percentile(99) == 400);
-    CHECK(r.latency_of(Op::kRead).q2d.percentile(50) == 20);
-    CHECK(r.latency_of(Op::kRead).q2c.percentile(50) == 120);
+    CHECK(r.latency_of(format::Op::kRead).q2d.percentile(50) == 20);
+    CHECK(r.latency_of(format::Op::kRead).q2c.percentile(50) == 120);
     CHECK(r.data_latency().count() == 5);
     // Sizes of reads and writes: 4096, 8192, 4096, 512, 131072, 200000.
     CHECK(r.sizes.buckets() == std::array<uint64_t, 8>{1, 2, 1, 0, 0, 0, 1, 1});
@@ -262,7 +262,7 @@ TEST_CASE("report on a hand-made trace") {
   }
 
   SECTION("all devices") {
-    TraceReader reader(path);
+    format::TraceReader reader(path);
     const Report r = analyse(reader);
     CHECK(r.ios == 8);
     CHECK(r.devices == 2);
@@ -271,9 +271,9 @@ TEST_CASE("report on a hand-made trace") {
   }
 
   SECTION("window") {
-    TraceReader reader(path);
+    format::TraceReader reader(path);
     ReportOptions o;
-    o.device = DeviceFilter{8, 0};
+    o.device = format::DeviceFilter{8, 0};
     o.window = units::parse_window("0.0000003..0.0000007", "--window");  // 300..700 ns: D, E, F, G
     const Report r = analyse(reader, o);
     CHECK(r.ios == 4);
@@ -285,8 +285,8 @@ TEST_CASE("report on a hand-made trace") {
 TEST_CASE("report on an empty trace is all zeros") {
   test::TempDir dir;
   const std::string path = dir.file("empty.iot");
-  TraceWriter(path, v1::TraceHeader()).close();
-  TraceReader reader(path);
+  format::TraceWriter(path, v1::TraceHeader()).close();
+  format::TraceReader reader(path);
   const Report r = analyse(reader);
   CHECK(r.ios == 0);
   CHECK(r.busy_ns == 0);
@@ -299,7 +299,7 @@ TEST_CASE("report on an empty trace is all zeros") {
 
 TEST_CASE("the series coarsens to stay bounded") {
   TimeSeries s(4);
-  for (int sec = 0; sec < 10; ++sec) s.add(io_of(Op::kRead, sec * 1'000'000'000LL, kNoTime, 0, 1000));
+  for (int sec = 0; sec < 10; ++sec) s.add(io_of(format::Op::kRead, sec * 1'000'000'000LL, format::kNoTime, 0, 1000));
   // 10 s into at most 4 points: 4 s per point -> 4, 4, 2 IOs.
   CHECK(s.interval_ns() == 4'000'000'000);
   REQUIRE(s.points().size() == 3);
@@ -311,10 +311,10 @@ TEST_CASE("the series coarsens to stay bounded") {
 
 TEST_CASE("per-process totals stay bounded and keep the heavy hitters") {
   Processes p(2);
-  p.add(io_of(Op::kRead, 0, 1, 0, 1000, 1, "a"));
-  p.add(io_of(Op::kRead, 0, 1, 0, 10, 2, "b"));
-  p.add(io_of(Op::kWrite, 0, 1, 0, 5, 3, "c"));  // evicts b (10 bytes), inherits them as error
-  p.add(io_of(Op::kRead, 0, 1, 0, 1000, 1, "a"));
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"));
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 2, "b"));
+  p.add(io_of(format::Op::kWrite, 0, 1, 0, 5, 3, "c"));  // evicts b (10 bytes), inherits them as error
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"));
   const auto top = p.top(5);
   REQUIRE(top.size() == 2);
   CHECK(top[0].comm == "a");
@@ -332,7 +332,7 @@ TEST_CASE("report on the MSR hm_0 sample matches an independent computation") {
   auto csv = test::real_trace("msr-hm0-sample.csv");
   if (!csv) return;
   std::ifstream in(*csv);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   std::string line;
   uint64_t first_tick = 0;  // FILETIME ticks overflow int64 ns: count from the first row
   while (std::getline(in, line)) {
@@ -347,36 +347,37 @@ TEST_CASE("report on the MSR hm_0 sample matches an independent computation") {
     std::getline(ss, resp, ',');
     if (!first_tick) first_tick = std::stoull(ts);
     const int64_t issue = static_cast<int64_t>(std::stoull(ts) - first_tick) * 100;  // 100 ns ticks
-    ios.push_back(io_of(type == "Read" ? Op::kRead : Op::kWrite, issue, issue + std::stoll(resp) * 100,
+    ios.push_back(io_of(type == "Read" ? format::Op::kRead : format::Op::kWrite, issue, issue + std::stoll(resp) * 100,
                         std::stoull(offset), std::stoull(size)));
   }
   REQUIRE(ios.size() == 1000);
-  std::stable_sort(ios.begin(), ios.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+  std::stable_sort(ios.begin(), ios.end(),
+                   [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; });
 
   test::TempDir dir;
   const std::string path = dir.file("hm0.iot");
   {
-    TraceWriter w(path, v1::TraceHeader());
+    format::TraceWriter w(path, v1::TraceHeader());
     w.add_device(device(0, 0));
-    for (const Io& io : ios) w.append(io);
+    for (const format::Io& io : ios) w.append(io);
     w.close();
   }
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   const Report r = analyse(reader);
 
   // Totals published with the sample (SOURCES.md).
-  CHECK(r.op(Op::kRead).ios == 508);
-  CHECK(r.op(Op::kRead).bytes == 6108672);
-  CHECK(r.op(Op::kWrite).ios == 492);
-  CHECK(r.op(Op::kWrite).bytes == 3580928);
+  CHECK(r.op(format::Op::kRead).ios == 508);
+  CHECK(r.op(format::Op::kRead).bytes == 6108672);
+  CHECK(r.op(format::Op::kWrite).ios == 492);
+  CHECK(r.op(format::Op::kWrite).bytes == 3580928);
 
   std::vector<std::pair<int64_t, int64_t>> all, reads, writes;
   std::vector<uint64_t> read_lat, write_lat;
   int64_t first = ios.front().issue_ns, last = 0;
-  for (const Io& io : ios) {
+  for (const format::Io& io : ios) {
     all.emplace_back(io.issue_ns, io.complete_ns);
-    (io.op == Op::kRead ? reads : writes).emplace_back(io.issue_ns, io.complete_ns);
-    (io.op == Op::kRead ? read_lat : write_lat).push_back(static_cast<uint64_t>(io.complete_ns - io.issue_ns));
+    (io.op == format::Op::kRead ? reads : writes).emplace_back(io.issue_ns, io.complete_ns);
+    (io.op == format::Op::kRead ? read_lat : write_lat).push_back(static_cast<uint64_t>(io.complete_ns - io.issue_ns));
     last = std::max(last, io.complete_ns);
   }
   CHECK(r.busy_ns == union_ns(all));
@@ -387,15 +388,15 @@ TEST_CASE("report on the MSR hm_0 sample matches an independent computation") {
   std::sort(read_lat.begin(), read_lat.end());
   std::sort(write_lat.begin(), write_lat.end());
   for (double p : {50.0, 90.0, 99.0, 99.9}) {
-    check_within_bound(r.latency_of(Op::kRead).d2c.percentile(p), exact_percentile(read_lat, p));
-    check_within_bound(r.latency_of(Op::kWrite).d2c.percentile(p), exact_percentile(write_lat, p));
+    check_within_bound(r.latency_of(format::Op::kRead).d2c.percentile(p), exact_percentile(read_lat, p));
+    check_within_bound(r.latency_of(format::Op::kWrite).d2c.percentile(p), exact_percentile(write_lat, p));
   }
-  CHECK(r.latency_of(Op::kRead).d2c.max() == read_lat.back());
+  CHECK(r.latency_of(format::Op::kRead).d2c.max() == read_lat.back());
 
   // Size buckets by explicit thresholds.
   const uint64_t edges[] = {4096, 8192, 16384, 32768, 65536, 131072};
   std::array<uint64_t, 8> sizes{};
-  for (const Io& io : ios) {
+  for (const format::Io& io : ios) {
     int b = 0;
     while (b < 6 && io.length >= edges[b]) ++b;
     if (io.length > 131072) b = 7;
@@ -429,10 +430,10 @@ TEST_CASE("iotape report prints JSON, CSV and text") {
   test::TempDir dir;
   const std::string path = dir.file("t.iot");
   {
-    TraceWriter w(path, v1::TraceHeader());
+    format::TraceWriter w(path, v1::TraceHeader());
     w.add_device(device(8, 0));
-    w.append(io_of(Op::kRead, 0, 1'000'000, 0, 4096, 7, "fio"));
-    w.append(io_of(Op::kWrite, 2'000'000, 4'000'000, 0, 1'000'000, 7, "fio"));
+    w.append(io_of(format::Op::kRead, 0, 1'000'000, 0, 4096, 7, "fio"));
+    w.append(io_of(format::Op::kWrite, 2'000'000, 4'000'000, 0, 1'000'000, 7, "fio"));
     w.close();
   }
   const auto j = test::run(test::iotape_binary() + " report --json " + path);
@@ -464,12 +465,12 @@ TEST_CASE("report shows discarded and write-zeroes bytes apart, in text, JSON, C
   test::TempDir dir;
   const std::string path = dir.file("trim.iot");
   {
-    TraceWriter w(path, v1::TraceHeader());
+    format::TraceWriter w(path, v1::TraceHeader());
     w.add_device(device(8, 0));
-    w.append(io_of(Op::kRead, 0, 100, 0, 1'000'000, 10, "fio"));
-    w.append(io_of(Op::kWrite, 200, 300, 0, 2'000'000, 10, "fio"));
-    w.append(io_of(Op::kDiscard, 400, 500, 0, 3'000'000'000, 20, "fstrim"));
-    w.append(io_of(Op::kWriteZeroes, 600, 700, 0, 40'000'000, 30, "mkfs"));
+    w.append(io_of(format::Op::kRead, 0, 100, 0, 1'000'000, 10, "fio"));
+    w.append(io_of(format::Op::kWrite, 200, 300, 0, 2'000'000, 10, "fio"));
+    w.append(io_of(format::Op::kDiscard, 400, 500, 0, 3'000'000'000, 20, "fstrim"));
+    w.append(io_of(format::Op::kWriteZeroes, 600, 700, 0, 40'000'000, 30, "mkfs"));
     w.close();
   }
   const auto j = test::run(test::iotape_binary() + " report --json --by process " + path);
@@ -529,14 +530,14 @@ TEST_CASE("info and report --json show the metadata written at the end of a mult
   test::TempDir dir;
   const std::string path = dir.file("ended.iot");
   {
-    WriterOptions wo;
+    format::WriterOptions wo;
     wo.chunk_ios = 10;  // 30 IOs: three chunks, so the header is written long before the end
     v1::TraceHeader h;
     (*h.mutable_metadata())["workload"] = "w";
     (*h.mutable_metadata())["fidelity.state"] = "started";
-    TraceWriter w(path, h, wo);
+    format::TraceWriter w(path, h, wo);
     w.add_device(device(8, 0));
-    for (int i = 0; i < 30; ++i) w.append(io_of(Op::kRead, i * 1000, i * 1000 + 500, 0, 4096));
+    for (int i = 0; i < 30; ++i) w.append(io_of(format::Op::kRead, i * 1000, i * 1000 + 500, 0, 4096));
     // As replay and record do: totals known only at the end.
     w.set_metadata("fidelity.issue_error_p99_ns", "1234");
     w.set_metadata("replay.device_timed_ios", "30");
@@ -544,7 +545,7 @@ TEST_CASE("info and report --json show the metadata written at the end of a mult
     w.set_metadata("fidelity.state", "finished");  // an end key wins over the header's
     w.close();
   }
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   REQUIRE(reader.index());
   REQUIRE(reader.index()->chunks_size() == 3);
   const std::map<std::string, std::string> expected = {{"capture.unmatched_completions", "7"},
@@ -574,14 +575,14 @@ namespace {
 // 128 KiB writes alternating, with workload/target metadata.
 void write_result(const std::string& path, const std::string& workload, const std::string& target, int n,
                   int64_t latency_ns) {
-  TraceWriter w(path, v1::TraceHeader());
+  format::TraceWriter w(path, v1::TraceHeader());
   w.add_device(device(259, 0));
   w.set_metadata("workload", workload);
   w.set_metadata("target", target);
   int64_t t = 0;
   for (int i = 0; i < n; ++i) {
     const bool read = i % 2 == 0;
-    w.append(io_of(read ? Op::kRead : Op::kWrite, t, t + latency_ns, static_cast<uint64_t>(i) * 131072,
+    w.append(io_of(read ? format::Op::kRead : format::Op::kWrite, t, t + latency_ns, static_cast<uint64_t>(i) * 131072,
                    read ? 4096 : 131072));
     t += latency_ns + latency_ns / 2 * (i % 7);  // some idle between IOs, varying over time
   }
@@ -776,7 +777,7 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
     CHECK(rec->stop() == 0);
     INFO(rec->log());
 
-    TraceReader reader(trace);
+    format::TraceReader reader(trace);
     const Report r = analyse(reader);
     const uint64_t device_ios = after.read_ios + after.write_ios - before.read_ios - before.write_ios;
     const double ticks_ms = static_cast<double>(after.io_ticks - before.io_ticks);
@@ -789,9 +790,9 @@ TEST_CASE("busy time of a traced fio run agrees with the device's io_ticks", "[r
     // per gap (printed as the sub-jiffy allowance, to explain a failure); the
     // gaps come from the trace (sort and merge in memory).
     constexpr double kJiffyMs = 4.0;  // HZ=250 (REFERENCE.md §1)
-    TraceReader again(trace);
+    format::TraceReader again(trace);
     std::vector<std::pair<int64_t, int64_t>> iv;
-    for (Io io; again.next(io);)
+    for (format::Io io; again.next(io);)
       if (io.has_complete()) iv.emplace_back(io.issue_ns, io.complete_ns);
     std::sort(iv.begin(), iv.end());
     double sub_jiffy_ms = 0;

@@ -10,25 +10,28 @@
 
 namespace iotape::test::blk {
 
-namespace category = blktrace::category;
+namespace category = format::blktrace::category;
 
 // Actions, and category bits where they stand in the action word.
-inline constexpr uint32_t Q = blktrace::kQueue, M = blktrace::kBackmerge, F = blktrace::kFrontmerge,
-                          G = blktrace::kGetrq, R = blktrace::kRequeue, D = blktrace::kIssue, C = blktrace::kComplete,
-                          P = blktrace::kPlug, I = blktrace::kInsert, X = blktrace::kSplit, A = blktrace::kRemap;
-inline constexpr uint32_t kCgroup = blktrace::kCgroupFlag;
-inline constexpr uint32_t kWrite = blktrace::action(0, category::kWrite),
-                          kFlush = blktrace::action(0, category::kFlush),
-                          kSync = blktrace::action(0, category::kSync),
-                          kPc = blktrace::action(0, category::kPassthrough),
-                          kNotify = blktrace::action(0, category::kNotify),
-                          kAhead = blktrace::action(0, category::kAhead),
-                          kMeta = blktrace::action(0, category::kMeta),
-                          kDiscard = blktrace::action(0, category::kDiscard),
-                          kFua = blktrace::action(0, category::kFua);
-inline constexpr uint32_t kProcessName = blktrace::action(blktrace::kNotifyProcessName, category::kNotify);
+inline constexpr uint32_t Q = format::blktrace::kQueue, M = format::blktrace::kBackmerge,
+                          F = format::blktrace::kFrontmerge, G = format::blktrace::kGetrq,
+                          R = format::blktrace::kRequeue, D = format::blktrace::kIssue, C = format::blktrace::kComplete,
+                          P = format::blktrace::kPlug, I = format::blktrace::kInsert, X = format::blktrace::kSplit,
+                          A = format::blktrace::kRemap;
+inline constexpr uint32_t kCgroup = format::blktrace::kCgroupFlag;
+inline constexpr uint32_t kWrite = format::blktrace::action(0, category::kWrite),
+                          kFlush = format::blktrace::action(0, category::kFlush),
+                          kSync = format::blktrace::action(0, category::kSync),
+                          kPc = format::blktrace::action(0, category::kPassthrough),
+                          kNotify = format::blktrace::action(0, category::kNotify),
+                          kAhead = format::blktrace::action(0, category::kAhead),
+                          kMeta = format::blktrace::action(0, category::kMeta),
+                          kDiscard = format::blktrace::action(0, category::kDiscard),
+                          kFua = format::blktrace::action(0, category::kFua);
+inline constexpr uint32_t kProcessName =
+    format::blktrace::action(format::blktrace::kNotifyProcessName, category::kNotify);
 
-inline constexpr uint32_t dev(uint32_t major, uint32_t minor) { return blktrace::device(major, minor); }
+inline constexpr uint32_t dev(uint32_t major, uint32_t minor) { return format::blktrace::device(major, minor); }
 
 struct Event {
   uint64_t time = 0;
@@ -56,9 +59,18 @@ void put_big_endian(std::string& out, T v) {
 // Appends `e` as a record, in this machine's byte order or the other one.
 // Payloads are copied as given (remap and split payloads are big-endian anyway).
 inline void append(std::string& out, const Event& e, bool swapped = false) {
-  blktrace::Record r{blktrace::kMagic | blktrace::kVersion, 0, e.time, e.sector, e.bytes, e.action, e.pid, e.device,
-                     e.cpu, e.error, static_cast<uint16_t>(e.payload.size())};
-  if (swapped) r = blktrace::byte_swapped(r);
+  format::blktrace::Record r{format::blktrace::kMagic | format::blktrace::kVersion,
+                             0,
+                             e.time,
+                             e.sector,
+                             e.bytes,
+                             e.action,
+                             e.pid,
+                             e.device,
+                             e.cpu,
+                             e.error,
+                             static_cast<uint16_t>(e.payload.size())};
+  if (swapped) r = format::blktrace::byte_swapped(r);
   out.append(reinterpret_cast<const char*>(&r), sizeof r);
   out += e.payload;
 }

@@ -12,9 +12,9 @@
 #include <map>
 #include <regex>
 
-#include "tests/test_support.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "tests/test_support.h"
 
 using namespace iotape;
 
@@ -30,15 +30,15 @@ void write_result(const std::string& path, const std::map<std::string, std::stri
   h.set_source_detail(source_detail);
   h.set_host("bench-host");
   h.set_kernel("6.1.0-test");
-  TraceWriter w(path, h);
+  format::TraceWriter w(path, h);
   v1::Device d;
   d.set_major(7);
   d.set_name("loop0");
   w.add_device(d);
   for (const auto& [k, v] : meta) w.set_metadata(k, v);
   for (int i = 0; i < n; ++i) {
-    Io io;
-    io.op = i % 2 ? Op::kWrite : Op::kRead;
+    format::Io io;
+    io.op = i % 2 ? format::Op::kWrite : format::Op::kRead;
     io.issue_ns = 1'000'000'000 + i * gap_ns;
     io.complete_ns = io.issue_ns + latency_ns;
     io.offset = static_cast<uint64_t>(i) * 131072;
@@ -105,7 +105,7 @@ TEST_CASE("compare states how each replay result was made, as its header says") 
   utsname u{};
   REQUIRE(::uname(&u) == 0);
   for (const auto& r : results) {
-    TraceReader reader(r);
+    format::TraceReader reader(r);
     const auto& m = reader.header().metadata();
     INFO(r);
     CHECK(page.find(trace + " (sha256 " + m.at("replay.source_sha256").substr(0, 12)) != std::string::npos);
@@ -183,8 +183,8 @@ TEST_CASE("compare shows a recording beside its own replay without a warning, an
   v1::TraceHeader h;
   h.set_source(v1::SOURCE_SYNTH);
   for (const auto& path : {recording, other}) {
-    TraceWriter w(path, h);
-    Io io;
+    format::TraceWriter w(path, h);
+    format::Io io;
     io.issue_ns = 1'000'000;
     io.complete_ns = 1'100'000;
     io.length = 4096;

@@ -6,9 +6,9 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/test_support.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "tests/test_support.h"
 
 using namespace iotape;
 using iotape::test::run;
@@ -18,10 +18,10 @@ namespace {
 
 std::string iotape_cmd() { return iotape::test::iotape_binary(); }
 
-std::vector<Io> read_ios(const std::string& path, std::vector<std::string>* comms) {
-  TraceReader r(path);
-  std::vector<Io> out;
-  Io io;
+std::vector<format::Io> read_ios(const std::string& path, std::vector<std::string>* comms) {
+  format::TraceReader r(path);
+  std::vector<format::Io> out;
+  format::Io io;
   while (r.next(io)) {
     out.push_back(io);
     comms->emplace_back(io.comm);
@@ -32,7 +32,7 @@ std::vector<Io> read_ios(const std::string& path, std::vector<std::string>* comm
 
 // The IOs are the same, their times relative to the first queue time (as
 // blktrace's are).
-void require_same_ios(const std::vector<Io>& a, const std::vector<Io>& b) {
+void require_same_ios(const std::vector<format::Io>& a, const std::vector<format::Io>& b) {
   REQUIRE(a.size() == b.size());
   const int64_t a0 = a[0].queue_ns, b0 = b[0].queue_ns;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -71,19 +71,19 @@ void write_synthetic(const std::string& path, size_t n) {
   d->set_major(259);
   d->set_minor(3);
   d->set_name("nvme1n1");
-  TraceWriter w(path, h);
+  format::TraceWriter w(path, h);
   static const char* comms[] = {"fio", "postgres", "kworker/0:1H"};
   int64_t t = 5'000'000;
   for (size_t i = 0; i < n; ++i) {
-    Io io;
+    format::Io io;
     t += 30'000 + static_cast<int64_t>(i % 7) * 1000;
     io.queue_ns = t - 4000 - static_cast<int64_t>(i % 5) * 100;
     io.issue_ns = t;
     io.complete_ns = t + 80'000 + static_cast<int64_t>(i % 11) * 3000;
     io.offset = (i * 7919 % 100000) * 4096;
     io.length = 4096u << (i % 4);
-    io.op = i % 3 ? Op::kRead : Op::kWrite;
-    io.flags = io.op == Op::kWrite ? flag::kSync : 0;
+    io.op = i % 3 ? format::Op::kRead : format::Op::kWrite;
+    io.flags = io.op == format::Op::kWrite ? format::flag::kSync : 0;
     io.pid = 100 + static_cast<uint32_t>(i % 3);
     io.comm = comms[i % 3];
     io.cpu = static_cast<int32_t>(i % 2);
@@ -192,14 +192,14 @@ TEST_CASE("blkparse and blktrace exports name every process while many events ar
   {
     v1::TraceHeader h;
     h.add_devices()->set_major(8);
-    TraceWriter w(dir.file("p.iot"), h);
+    format::TraceWriter w(dir.file("p.iot"), h);
     for (int i = 0; i < 300; ++i) {
       const std::string name = "p" + std::to_string(i);
-      Io io;
+      format::Io io;
       io.issue_ns = 2'000'000'000 + i * 1000;
       io.queue_ns = io.issue_ns - 1'000'000'000;
       io.complete_ns = io.issue_ns + 500;
-      io.op = Op::kWrite;
+      io.op = format::Op::kWrite;
       io.offset = static_cast<uint64_t>(i) * 4096;
       io.length = 4096;
       io.pid = 1000 + static_cast<uint32_t>(i);
@@ -271,24 +271,24 @@ TEST_CASE("blkparse export of flushes, FUA, discards and zero-length IOs is blkp
     auto* d = h.add_devices();
     d->set_major(8);
     d->set_minor(16);
-    TraceWriter w(dir.file("f.iot"), h);
+    format::TraceWriter w(dir.file("f.iot"), h);
     struct Spec {
-      Op op;
+      format::Op op;
       uint32_t flags;
       uint64_t offset, length;
     };
     const Spec specs[] = {
-        {Op::kWrite, flag::kSync, 4096, 4096},
-        {Op::kFlush, flag::kSync, 0, 0},                              // a flush
-        {Op::kWrite, flag::kPreflush | flag::kSync, 8192, 8192},      // a preflush write
-        {Op::kWrite, flag::kFua | flag::kSync, 16384, 4096},          // a FUA write
-        {Op::kDiscard, 0, 1 << 20, 1 << 20},                          // a discard
-        {Op::kFlush, flag::kFua, 1 << 22, 0},                         // zero-length, not at sector 0
-        {Op::kRead, 0, 65536, 0},                                     // zero-length read: "N"
+        {format::Op::kWrite, format::flag::kSync, 4096, 4096},
+        {format::Op::kFlush, format::flag::kSync, 0, 0},                                  // a flush
+        {format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 8192, 8192},  // a preflush write
+        {format::Op::kWrite, format::flag::kFua | format::flag::kSync, 16384, 4096},      // a FUA write
+        {format::Op::kDiscard, 0, 1 << 20, 1 << 20},                                      // a discard
+        {format::Op::kFlush, format::flag::kFua, 1 << 22, 0},  // zero-length, not at sector 0
+        {format::Op::kRead, 0, 65536, 0},                      // zero-length read: "N"
     };
     int64_t t = 1'000'000;
     for (const Spec& s : specs) {
-      Io io;
+      format::Io io;
       io.queue_ns = t;
       io.issue_ns = t + 1000;
       io.complete_ns = t + 50'000;
@@ -322,9 +322,9 @@ TEST_CASE("blkparse export of flushes, FUA, discards and zero-length IOs is blkp
   const auto b = read_ios(dir.file("bin.iot"), &c2);
   REQUIRE(a.size() == 7);
   require_same_ios(a, b);
-  CHECK(a[1].op == Op::kFlush);
-  CHECK(a[2].flags == (flag::kPreflush | flag::kSync));
-  CHECK(a[3].flags == (flag::kFua | flag::kSync));
-  CHECK(a[4].op == Op::kDiscard);
+  CHECK(a[1].op == format::Op::kFlush);
+  CHECK(a[2].flags == (format::flag::kPreflush | format::flag::kSync));
+  CHECK(a[3].flags == (format::flag::kFua | format::flag::kSync));
+  CHECK(a[4].op == format::Op::kDiscard);
   CHECK(a[5].offset == 1u << 22);
 }

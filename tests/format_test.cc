@@ -10,13 +10,13 @@
 #include <fstream>
 #include <random>
 
-#include "tests/test_support.h"
 #include "format/chunk_codec.h"
-#include "host/cpu_idle.h"
 #include "format/error.h"
 #include "format/frame.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "host/cpu_idle.h"
+#include "tests/test_support.h"
 
 using namespace iotape;
 using iotape::test::read_file;
@@ -27,7 +27,7 @@ namespace {
 
 // An IO with owned strings, for comparing what was written with what is read.
 struct OwnedIo {
-  Io io;
+  format::Io io;
   std::string comm;
 };
 
@@ -37,16 +37,16 @@ std::vector<OwnedIo> random_ios(size_t n, uint32_t seed, uint32_t devices = 3) {
   std::vector<OwnedIo> out(n);
   int64_t t = 1'700'000'000'000'000'000;  // a Unix-epoch-sized start
   for (size_t i = 0; i < n; ++i) {
-    Io& io = out[i].io;
+    format::Io& io = out[i].io;
     t += static_cast<int64_t>(rng() % 200'000);
     io.issue_ns = t;
-    io.queue_ns = rng() % 4 ? t - static_cast<int64_t>(rng() % 50'000) : kNoTime;
-    io.complete_ns = rng() % 5 ? t + static_cast<int64_t>(rng() % 5'000'000) : kNoTime;
+    io.queue_ns = rng() % 4 ? t - static_cast<int64_t>(rng() % 50'000) : format::kNoTime;
+    io.complete_ns = rng() % 5 ? t + static_cast<int64_t>(rng() % 5'000'000) : format::kNoTime;
     io.offset = (rng() % (1ull << 40)) & ~511ull;
     if (rng() % 3 == 0 && i > 0) io.offset = out[i - 1].io.end();  // sequential runs
     io.length = 512 * (1 + rng() % 256);
     io.device = static_cast<uint32_t>(rng() % devices);
-    io.op = static_cast<Op>(rng() % kOpCount);
+    io.op = static_cast<format::Op>(rng() % format::kOpCount);
     io.flags = static_cast<uint32_t>(rng() % 128);
     io.status = rng() % 50 == 0 ? -5 : 0;
     io.pid = rng() % 10 == 0 ? 0 : static_cast<uint32_t>(1000 + rng() % 5);
@@ -74,14 +74,14 @@ v1::TraceHeader test_header(uint32_t devices) {
   return h;
 }
 
-void write_trace(const std::string& path, const std::vector<OwnedIo>& ios, WriterOptions opt = {},
+void write_trace(const std::string& path, const std::vector<OwnedIo>& ios, format::WriterOptions opt = {},
                  bool close = true) {
-  TraceWriter w(path, test_header(3), opt);
+  format::TraceWriter w(path, test_header(3), opt);
   for (const auto& o : ios) w.append(o.io);
   if (close) w.close();
 }
 
-void require_same(const Io& a, const Io& b) {
+void require_same(const format::Io& a, const format::Io& b) {
   INFO("issue " << a.issue_ns);
   REQUIRE(a.issue_ns == b.issue_ns);
   REQUIRE(a.queue_ns == b.queue_ns);
@@ -99,10 +99,10 @@ void require_same(const Io& a, const Io& b) {
   REQUIRE(a.source_index == b.source_index);
 }
 
-std::vector<Io> read_all(TraceReader& r, std::vector<std::string>* comms) {
-  std::vector<Io> out;
+std::vector<format::Io> read_all(format::TraceReader& r, std::vector<std::string>* comms) {
+  std::vector<format::Io> out;
   for (auto b = r.next_batch(); !b.empty(); b = r.next_batch())
-    for (const Io& io : b) {
+    for (const format::Io& io : b) {
       out.push_back(io);
       comms->emplace_back(io.comm);
     }
@@ -114,13 +114,13 @@ std::vector<Io> read_all(TraceReader& r, std::vector<std::string>* comms) {
 // by walking the frame headers the way docs/format.md describes.
 std::vector<uint64_t> frame_offsets(const std::string& data) {
   std::vector<uint64_t> out;
-  uint64_t p = sizeof frame::kFileMagic;
+  uint64_t p = sizeof format::frame::kFileMagic;
   std::string why;
-  while (p + frame::kHeaderSize <= data.size()) {
-    auto h = frame::decode_header(data.data() + p, &why);
+  while (p + format::frame::kHeaderSize <= data.size()) {
+    auto h = format::frame::decode_header(data.data() + p, &why);
     if (!h) break;
     out.push_back(p);
-    p += frame::kHeaderSize + h->stored_len;
+    p += format::frame::kHeaderSize + h->stored_len;
   }
   return out;
 }
@@ -130,10 +130,10 @@ std::vector<uint64_t> frame_offsets(const std::string& data) {
 TEST_CASE("every field of every IO round-trips across chunks") {
   TempDir dir;
   const auto ios = random_ios(10'000, 1);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 777;  // many chunks, one partial
   write_trace(dir.file("t.iot"), ios, opt);
-  TraceReader r(dir.file("t.iot"));
+  format::TraceReader r(dir.file("t.iot"));
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   REQUIRE(got.size() == ios.size());
@@ -169,7 +169,7 @@ TEST_CASE("extreme values round-trip") {
   ios[3].comm = std::string(300, 'c') + "\xff\xfe not UTF-8";  // kernels hold any bytes
   ios[3].io.comm = ios[3].comm;
   write_trace(dir.file("x.iot"), ios);
-  TraceReader r(dir.file("x.iot"));
+  format::TraceReader r(dir.file("x.iot"));
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   REQUIRE(got.size() == 4);
@@ -177,14 +177,14 @@ TEST_CASE("extreme values round-trip") {
 }
 
 TEST_CASE("absent fields leave their columns empty") {
-  std::vector<Io> ios(100);
+  std::vector<format::Io> ios(100);
   for (size_t i = 0; i < ios.size(); ++i) {
     ios[i].issue_ns = static_cast<int64_t>(i) * 1000;
     ios[i].offset = i * 4096;
     ios[i].length = 4096;
   }
   v1::Chunk c;
-  encode_chunk(ios, 0, &c);
+  format::encode_chunk(ios, 0, &c);
   CHECK(c.time_quantum_ns() == 1000);
   CHECK(c.offset_shift() == 12);
   CHECK(c.queue_to_issue_size() == 0);
@@ -200,17 +200,17 @@ TEST_CASE("absent fields leave their columns empty") {
   // Columns present: issue deltas (all 1 after the quantum) and lengths (all 1).
   CHECK(c.issue_delta_size() == 100);
   CHECK(c.length_size() == 100);
-  std::vector<Io> back;
+  std::vector<format::Io> back;
   std::string why;
-  REQUIRE(check_chunk(c, 1, &why));
-  decode_chunk(c, &back);
+  REQUIRE(format::check_chunk(c, 1, &why));
+  format::decode_chunk(c, &back);
   for (size_t i = 0; i < ios.size(); ++i) require_same(back[i], ios[i]);
 }
 
 TEST_CASE("each column decodes on its own to the IOs that were encoded") {
   auto ios = random_ios(3000, 17);
   for (size_t i = 0; i < ios.size(); ++i) {  // a time quantum and an offset unit: both scaled on the way back
-    Io& io = ios[i].io;
+    format::Io& io = ios[i].io;
     io.issue_ns = io.issue_ns / 1000 * 1000;
     if (io.has_queue()) io.queue_ns = io.issue_ns - static_cast<int64_t>(i % 7) * 1000;
     if (io.has_complete()) io.complete_ns = io.issue_ns + static_cast<int64_t>(i % 11) * 1000;
@@ -218,14 +218,14 @@ TEST_CASE("each column decodes on its own to the IOs that were encoded") {
     io.length = 4096 * (1 + i % 5);
     if (i % 13 == 0 && i > 0) std::swap(io.issue_ns, ios[i - 1].io.issue_ns);  // negative issue deltas
   }
-  std::vector<Io> batch;
+  std::vector<format::Io> batch;
   for (const auto& o : ios) batch.push_back(o.io);
   v1::Chunk c;
-  encode_chunk(batch, 500, &c);
+  format::encode_chunk(batch, 500, &c);
   REQUIRE(c.time_quantum_ns() == 1000);
   REQUIRE(c.offset_shift() == 12);
   std::string why;
-  REQUIRE(check_chunk(c, 3, &why));
+  REQUIRE(format::check_chunk(c, 3, &why));
   // Uneven ranges: the running sums carry over from one call to the next.
   const std::vector<uint32_t> cuts = {0, 1, 8, 100, 101, 2048, 3000};
   std::vector<int64_t> issue(ios.size(), 0), queue(ios.size(), 0), complete(ios.size(), 0);
@@ -233,9 +233,9 @@ TEST_CASE("each column decodes on its own to the IOs that were encoded") {
   std::vector<uint32_t> device(ios.size()), flags(ios.size()), pid(ios.size()), comm(ios.size());
   std::vector<int32_t> status(ios.size()), cpu(ios.size());
   std::vector<int64_t> source(ios.size());
-  std::vector<Op> op(ios.size());
+  std::vector<format::Op> op(ios.size());
   auto into = [](auto& v) { return [&v](uint32_t i, auto x) { v[i] = x; }; };
-  ChunkColumns cols(c);
+  format::ChunkColumns cols(c);
   REQUIRE(cols.size() == ios.size());
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     const uint32_t b = cuts[k], e = cuts[k + 1];
@@ -257,7 +257,7 @@ TEST_CASE("each column decodes on its own to the IOs that were encoded") {
     cols.cpu(b, e, into(cpu));
   }
   for (size_t i = 0; i < ios.size(); ++i) {
-    Io io;
+    format::Io io;
     io.issue_ns = issue[i];
     io.queue_ns = queue[i];
     io.complete_ns = complete[i];
@@ -278,14 +278,14 @@ TEST_CASE("each column decodes on its own to the IOs that were encoded") {
 
 TEST_CASE("check_chunk names the first IO with an operation, process or device out of range") {
   const auto ios = random_ios(100, 23);
-  std::vector<Io> batch;
+  std::vector<format::Io> batch;
   for (const auto& o : ios) batch.push_back(o.io);
   v1::Chunk good;
-  encode_chunk(batch, 1000, &good);
+  format::encode_chunk(batch, 1000, &good);
   std::string why;
-  REQUIRE(check_chunk(good, 3, &why));
+  REQUIRE(format::check_chunk(good, 3, &why));
   // Device 2 of 2 is out of range.
-  REQUIRE_FALSE(check_chunk(good, 2, &why));
+  REQUIRE_FALSE(format::check_chunk(good, 2, &why));
   size_t first_dev2 = 0;
   while (batch[first_dev2].device != 2) ++first_dev2;
   CHECK(why == "IO " + std::to_string(1000 + first_dev2) + " names device 2 of 2");
@@ -294,18 +294,18 @@ TEST_CASE("check_chunk names the first IO with an operation, process or device o
     INFO("at IO " << at);
     v1::Chunk c = good;
     c.set_op(at + 1, 7);
-    c.set_op(at, kOpCount);
-    REQUIRE_FALSE(check_chunk(c, 3, &why));
+    c.set_op(at, format::kOpCount);
+    REQUIRE_FALSE(format::check_chunk(c, 3, &why));
     CHECK(why == "IO " + std::to_string(1000 + at) + " has unknown operation 6");
     c = good;
     c.set_comm(at, static_cast<uint32_t>(c.comm_table_size()) + 1);
-    REQUIRE_FALSE(check_chunk(c, 3, &why));
+    REQUIRE_FALSE(format::check_chunk(c, 3, &why));
     CHECK(why == "IO " + std::to_string(1000 + at) + " names process " + std::to_string(c.comm_table_size() + 1) +
                      " of " + std::to_string(c.comm_table_size()));
   }
   v1::Chunk c = good;
   c.mutable_length()->RemoveLast();
-  REQUIRE_FALSE(check_chunk(c, 3, &why));
+  REQUIRE_FALSE(format::check_chunk(c, 3, &why));
   CHECK(why == "column length has 99 values for 100 IOs");
 }
 
@@ -320,11 +320,11 @@ TEST_CASE("the reorder window sorts and counts what falls outside it") {
   late.io.issue_ns = ios[0].io.issue_ns - 1'000'000'000;
   late.comm = "late";
   late.io.comm = late.comm;
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.reorder_window_ns = 1'000'000;
   opt.chunk_ios = 1000;
   {
-    TraceWriter w(dir.file("r.iot"), test_header(3), opt);
+    format::TraceWriter w(dir.file("r.iot"), test_header(3), opt);
     for (size_t i = 0; i < ios.size(); ++i) {
       w.append(ios[i].io);
       if (i == 3000) w.append(late.io);
@@ -332,7 +332,7 @@ TEST_CASE("the reorder window sorts and counts what falls outside it") {
     w.close();
     CHECK(w.stats().late_ios == 1);
   }
-  TraceReader r(dir.file("r.iot"));
+  format::TraceReader r(dir.file("r.iot"));
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   REQUIRE(got.size() == ios.size() + 1);
@@ -340,16 +340,16 @@ TEST_CASE("the reorder window sorts and counts what falls outside it") {
   size_t out_of_order = 0;
   for (size_t i = 1; i < got.size(); ++i) out_of_order += got[i].issue_ns < got[i - 1].issue_ns;
   CHECK(out_of_order == 1);  // only the late IO, written where it arrived
-  CHECK(std::count_if(got.begin(), got.end(), [](const Io& io) { return io.comm == "late"; }) == 1);
+  CHECK(std::count_if(got.begin(), got.end(), [](const format::Io& io) { return io.comm == "late"; }) == 1);
 }
 
 TEST_CASE("dropped events and late devices are kept in the trace") {
   TempDir dir;
   auto ios = random_ios(3000, 3, 1);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 1000;
   {
-    TraceWriter w(dir.file("d.iot"), test_header(1), opt);
+    format::TraceWriter w(dir.file("d.iot"), test_header(1), opt);
     for (size_t i = 0; i < ios.size(); ++i) {
       if (i == 1500) {
         v1::Device d;
@@ -359,7 +359,7 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
         CHECK(w.add_device(d) == 1);
         w.add_dropped(7);
       }
-      Io io = ios[i].io;
+      format::Io io = ios[i].io;
       if (i >= 1500) io.device = 1;
       w.append(io);
     }
@@ -373,7 +373,7 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
       auto frames = frame_offsets(data);
       write_file(dir.file("d.iot"), data.substr(0, frames.back()));
     }
-    TraceReader r(dir.file("d.iot"));
+    format::TraceReader r(dir.file("d.iot"));
     CHECK(r.has_index() == with_index);
     std::vector<std::string> comms;
     auto got = read_all(r, &comms);
@@ -389,7 +389,7 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
 TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
   TempDir dir;
   const auto ios = random_ios(2000, 4);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 100;
   write_trace(dir.file("full.iot"), ios, opt);
   const std::string data = read_file(dir.file("full.iot"));
@@ -402,10 +402,10 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
     const uint64_t first_chunk = frames[1];
     if (cut < first_chunk) {
       // Nothing but (part of) the header: not readable as a trace, cleanly refused.
-      REQUIRE_THROWS_AS(TraceReader(dir.file("cut.iot")), TraceError);
+      REQUIRE_THROWS_AS(format::TraceReader(dir.file("cut.iot")), format::TraceError);
       return;
     }
-    TraceReader r(dir.file("cut.iot"));
+    format::TraceReader r(dir.file("cut.iot"));
     std::vector<std::string> comms;
     auto got = read_all(r, &comms);
     // Complete chunks before the cut are all there, exactly.
@@ -415,7 +415,7 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
     REQUIRE(got.size() == std::min<size_t>(complete * 100, ios.size()));
     for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
     // Cut inside the tail: every frame, the index too, is whole.
-    const bool in_tail = cut >= data.size() - frame::kTailSize;
+    const bool in_tail = cut >= data.size() - format::frame::kTailSize;
     const bool at_boundary = std::find(frames.begin(), frames.end(), cut) != frames.end() || in_tail;
     REQUIRE(r.status().damaged == !at_boundary);
     if (!at_boundary) {
@@ -424,7 +424,7 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
     }
   };
   for (uint64_t f : frames) check_cut(f);
-  for (uint64_t k = 0; k <= frame::kTailSize; ++k) check_cut(data.size() - k);
+  for (uint64_t k = 0; k <= format::frame::kTailSize; ++k) check_cut(data.size() - k);
   std::mt19937 rng(5);
   for (int i = 0; i < 300; ++i) check_cut(rng() % data.size());
 }
@@ -432,21 +432,21 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
 TEST_CASE("next_chunk hands out the chunks next_batch decodes, with the same damage") {
   TempDir dir;
   const auto ios = random_ios(2000, 8);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 300;
   write_trace(dir.file("full.iot"), ios, opt);
   const std::string data = read_file(dir.file("full.iot"));
   const auto frames = frame_offsets(data);
   const uint64_t cut = frames[4] + 50;  // inside the fourth chunk
   write_file(dir.file("cut.iot"), data.substr(0, cut));
-  TraceReader rows(dir.file("cut.iot"));
-  TraceReader whole(dir.file("cut.iot"));
-  std::vector<Io> decoded;
+  format::TraceReader rows(dir.file("cut.iot"));
+  format::TraceReader whole(dir.file("cut.iot"));
+  std::vector<format::Io> decoded;
   size_t n = 0;
-  for (ChunkView v = whole.next_chunk(); v.chunk; v = whole.next_chunk()) {
+  for (format::ChunkView v = whole.next_chunk(); v.chunk; v = whole.next_chunk()) {
     CHECK(v.first_row == 0);
     auto batch = rows.next_batch();
-    decode_chunk(*v.chunk, &decoded);
+    format::decode_chunk(*v.chunk, &decoded);
     REQUIRE(decoded.size() == batch.size());
     for (size_t i = 0; i < batch.size(); ++i) require_same(decoded[i], ios[n + i].io);
     n += batch.size();
@@ -458,10 +458,10 @@ TEST_CASE("next_chunk hands out the chunks next_batch decodes, with the same dam
   CHECK(whole.status().file_offset == frames[4]);
 
   // Rows that next() or seek_time() passed are skipped by first_row.
-  TraceReader r(dir.file("full.iot"));
-  Io io;
+  format::TraceReader r(dir.file("full.iot"));
+  format::Io io;
   for (int k = 0; k < 5; ++k) REQUIRE(r.next(io));
-  ChunkView v = r.next_chunk();
+  format::ChunkView v = r.next_chunk();
   REQUIRE(v.chunk);
   CHECK(v.first_row == 5);
   CHECK(r.next_chunk().chunk->first_index() == 300);
@@ -474,7 +474,7 @@ TEST_CASE("next_chunk hands out the chunks next_batch decodes, with the same dam
 TEST_CASE("flipped bytes are detected, never decoded into garbage") {
   TempDir dir;
   const auto ios = random_ios(2000, 6);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 250;
   write_trace(dir.file("full.iot"), ios, opt);
   const std::string data = read_file(dir.file("full.iot"));
@@ -487,13 +487,13 @@ TEST_CASE("flipped bytes are detected, never decoded into garbage") {
     bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
     write_file(dir.file("bad.iot"), bad);
     INFO("flipped byte " << at);
-    std::vector<Io> got;
+    std::vector<format::Io> got;
     std::vector<std::string> comms;
     try {
-      TraceReader r(dir.file("bad.iot"));
+      format::TraceReader r(dir.file("bad.iot"));
       got = read_all(r, &comms);
       damaged += r.status().damaged;
-    } catch (const TraceError& e) {
+    } catch (const format::TraceError& e) {
       REQUIRE(at < frames[1]);  // only header damage may refuse the file
       REQUIRE(std::string(e.what()).find("bad.iot") != std::string::npos);
       continue;
@@ -508,22 +508,22 @@ TEST_CASE("flipped bytes are detected, never decoded into garbage") {
 TEST_CASE("skip_damaged reads past a corrupt chunk") {
   TempDir dir;
   const auto ios = random_ios(1000, 8);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 100;
   write_trace(dir.file("t.iot"), ios, opt);
   std::string data = read_file(dir.file("t.iot"));
   const auto frames = frame_offsets(data);
-  data[frames[4] + frame::kHeaderSize + 10] ^= 0x55;  // inside chunk 3's payload
+  data[frames[4] + format::frame::kHeaderSize + 10] ^= 0x55;  // inside chunk 3's payload
   write_file(dir.file("t.iot"), data);
 
-  TraceReader strict(dir.file("t.iot"));
+  format::TraceReader strict(dir.file("t.iot"));
   std::vector<std::string> c1;
   CHECK(read_all(strict, &c1).size() == 300);
   CHECK(strict.status().damaged);
   CHECK(strict.status().file_offset == frames[4]);
   CHECK(strict.status().message.find("checksum") != std::string::npos);
 
-  TraceReader lenient(dir.file("t.iot"), ReaderOptions{.skip_damaged = true});
+  format::TraceReader lenient(dir.file("t.iot"), format::ReaderOptions{.skip_damaged = true});
   std::vector<std::string> c2;
   auto got = read_all(lenient, &c2);
   REQUIRE(got.size() == 900);
@@ -535,9 +535,9 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
   TempDir dir;
   // 40,000 IOs at one instant: chunks of 16,384, 16,384 and 7,232 IOs.
   std::vector<OwnedIo> dense = random_ios(40'000, 11);
-  for (auto& o : dense) o.io.issue_ns = 1'000, o.io.queue_ns = kNoTime, o.io.complete_ns = kNoTime;
-  write_trace(dir.file("dense.iot"), dense, WriterOptions{});
-  TraceReader d(dir.file("dense.iot"));
+  for (auto& o : dense) o.io.issue_ns = 1'000, o.io.queue_ns = format::kNoTime, o.io.complete_ns = format::kNoTime;
+  write_trace(dir.file("dense.iot"), dense, format::WriterOptions{});
+  format::TraceReader d(dir.file("dense.iot"));
   REQUIRE(d.index());
   std::vector<uint32_t> counts;
   for (const auto& e : d.index()->chunks()) counts.push_back(e.count());
@@ -547,12 +547,12 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
   // the next, so 5 chunks of 20 IOs, each spanning 9.5 s.
   std::vector<OwnedIo> sparse = random_ios(100, 12);
   for (size_t i = 0; i < sparse.size(); ++i) {
-    Io& io = sparse[i].io;
+    format::Io& io = sparse[i].io;
     io.issue_ns = static_cast<int64_t>(i) * 500'000'000;
-    io.queue_ns = io.complete_ns = kNoTime;
+    io.queue_ns = io.complete_ns = format::kNoTime;
   }
-  write_trace(dir.file("sparse.iot"), sparse, WriterOptions{});
-  TraceReader s(dir.file("sparse.iot"));
+  write_trace(dir.file("sparse.iot"), sparse, format::WriterOptions{});
+  format::TraceReader s(dir.file("sparse.iot"));
   REQUIRE(s.index());
   REQUIRE(s.index()->chunks_size() == 5);
   for (int k = 0; k < 5; ++k) {
@@ -569,28 +569,28 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
 TEST_CASE("metadata set after the first chunk is read back with the header's, rotated parts in order") {
   TempDir dir;
   const auto ios = random_ios(300, 13);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 100;
   for (int part = 0; part < 2; ++part) {
     v1::TraceHeader h = test_header(3);
     (*h.mutable_metadata())["capture.backend"] = "ebpf";
-    TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, opt);
+    format::TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, opt);
     for (size_t i = part * 150u; i < part * 150u + 150; ++i) w.append(ios[i].io);
     w.set_metadata("capture.unmatched_completions", std::to_string(part + 1));  // the last part's total wins
     if (part == 0) w.set_metadata("capture.part0_only", "x");
     w.close();
   }
-  TraceReader one(dir.file("p0.iot"));
+  format::TraceReader one(dir.file("p0.iot"));
   CHECK(one.header().metadata().size() == 1);  // the header keeps what was known at its writing
   CHECK(one.metadata() == std::map<std::string, std::string>{
                               {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "1"}});
-  TraceReader both({dir.file("p0.iot"), dir.file("p1.iot")});
+  format::TraceReader both({dir.file("p0.iot"), dir.file("p1.iot")});
   CHECK(both.metadata() == std::map<std::string, std::string>{
                                {"capture.backend", "ebpf"}, {"capture.part0_only", "x"}, {"capture.unmatched_completions", "2"}});
   // A file whose writer died before the index has no end keys.
   const std::string data = read_file(dir.file("p0.iot"));
   write_file(dir.file("open.iot"), data.substr(0, frame_offsets(data).back()));
-  TraceReader open(dir.file("open.iot"));
+  format::TraceReader open(dir.file("open.iot"));
   CHECK_FALSE(open.index());
   CHECK(open.metadata() == std::map<std::string, std::string>{{"capture.backend", "ebpf"}});
 }
@@ -598,19 +598,19 @@ TEST_CASE("metadata set after the first chunk is read back with the header's, ro
 TEST_CASE("seek_time lands on the first IO at or after the time, with and without index") {
   TempDir dir;
   const auto ios = random_ios(5000, 9);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 300;
   write_trace(dir.file("t.iot"), ios, opt);
   std::string no_index = read_file(dir.file("t.iot"));
   no_index.resize(frame_offsets(no_index).back());
   write_file(dir.file("n.iot"), no_index);
   for (const char* name : {"t.iot", "n.iot"}) {
-    TraceReader r(dir.file(name));
+    format::TraceReader r(dir.file(name));
     CHECK(r.has_index() == (std::string(name) == "t.iot"));
     for (size_t target : {size_t{0}, size_t{1}, size_t{299}, size_t{300}, size_t{2500}, size_t{4999}}) {
       INFO(name << " target " << target);
       r.seek_time(ios[target].io.issue_ns);
-      Io io;
+      format::Io io;
       REQUIRE(r.next(io));
       // IOs may share an issue time; the first of them is the answer.
       size_t expect = target;
@@ -627,7 +627,7 @@ TEST_CASE("seek_time lands on the first IO at or after the time, with and withou
       if (!following.empty()) REQUIRE(following.front().issue_ns >= last);
     }
     r.seek_time(ios.back().io.issue_ns + 1);
-    Io io;
+    format::Io io;
     CHECK_FALSE(r.next(io));
   }
 }
@@ -635,18 +635,18 @@ TEST_CASE("seek_time lands on the first IO at or after the time, with and withou
 TEST_CASE("several files read as one trace") {
   TempDir dir;
   const auto ios = random_ios(3000, 10);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 400;
   std::vector<OwnedIo> a(ios.begin(), ios.begin() + 1000), b(ios.begin() + 1000, ios.end());
   write_trace(dir.file("p0.iot"), a, opt);
   write_trace(dir.file("p1.iot"), b, opt);
-  TraceReader r({dir.file("p0.iot"), dir.file("p1.iot")});
+  format::TraceReader r({dir.file("p0.iot"), dir.file("p1.iot")});
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   REQUIRE(got.size() == 3000);
   for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
   r.seek_time(ios[2000].io.issue_ns);
-  Io io;
+  format::Io io;
   REQUIRE(r.next(io));
   CHECK(io.issue_ns == ios[2000].io.issue_ns);
 }
@@ -657,10 +657,10 @@ TEST_CASE("a writer killed without close leaves every flushed chunk readable") {
   const std::string path = dir.file("killed.iot");
   pid_t child = ::fork();
   if (child == 0) {
-    WriterOptions opt;
-    opt.durability = Durability::kWrite;
+    format::WriterOptions opt;
+    opt.durability = format::Durability::kWrite;
     opt.flush_interval_ns = 0;  // every tick flushes
-    TraceWriter w(path, test_header(3), opt);
+    format::TraceWriter w(path, test_header(3), opt);
     for (size_t i = 0; i < 600; ++i) w.append(ios[i].io);
     w.tick();
     for (size_t i = 600; i < 1000; ++i) w.append(ios[i].io);  // never flushed
@@ -669,7 +669,7 @@ TEST_CASE("a writer killed without close leaves every flushed chunk readable") {
   int st = 0;
   ::waitpid(child, &st, 0);
   REQUIRE(WIFSIGNALED(st));
-  TraceReader r(path);
+  format::TraceReader r(path);
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   REQUIRE(got.size() == 600);
@@ -688,23 +688,23 @@ TEST_CASE("a full disk stops the writer with a clear error and a valid file") {
   } unmount{dir.path()};
   // Random data does not compress: a few thousand IOs overflow 64 KiB.
   const auto ios = random_ios(20'000, 12);
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.chunk_ios = 200;
   std::string message;
   uint64_t written = 0;
   {
-    TraceWriter w(dir.file("full.iot"), test_header(3), opt);
+    format::TraceWriter w(dir.file("full.iot"), test_header(3), opt);
     try {
       for (const auto& o : ios) w.append(o.io);
       w.close();
-    } catch (const TraceError& e) {
+    } catch (const format::TraceError& e) {
       message = e.what();
     }
     written = w.stats().ios;
   }
   REQUIRE_THAT(message, Catch::Contains("full.iot") && Catch::Contains("No space left on device"));
   REQUIRE(written > 0);
-  TraceReader r(dir.file("full.iot"));
+  format::TraceReader r(dir.file("full.iot"));
   std::vector<std::string> comms;
   auto got = read_all(r, &comms);
   CHECK(got.size() == written);
@@ -715,9 +715,10 @@ TEST_CASE("files that are not traces are refused with the file and offset") {
   TempDir dir;
   write_file(dir.file("empty.iot"), "");
   write_file(dir.file("text.iot"), "hello, I am a CSV file\n1,2,3\n");
-  REQUIRE_THROWS_WITH(TraceReader(dir.file("empty.iot")), Catch::Contains("empty.iot: byte 0: not an iotape trace"));
-  REQUIRE_THROWS_WITH(TraceReader(dir.file("text.iot")), Catch::Contains("text.iot: byte 0"));
-  REQUIRE_THROWS_WITH(TraceReader(dir.file("missing.iot")), Catch::Contains("missing.iot: cannot open trace"));
+  REQUIRE_THROWS_WITH(format::TraceReader(dir.file("empty.iot")),
+                      Catch::Contains("empty.iot: byte 0: not an iotape trace"));
+  REQUIRE_THROWS_WITH(format::TraceReader(dir.file("text.iot")), Catch::Contains("text.iot: byte 0"));
+  REQUIRE_THROWS_WITH(format::TraceReader(dir.file("missing.iot")), Catch::Contains("missing.iot: cannot open trace"));
 }
 
 TEST_CASE("the same IOs and metadata give the same bytes") {
@@ -726,7 +727,7 @@ TEST_CASE("the same IOs and metadata give the same bytes") {
   for (const char* name : {"a.iot", "b.iot"}) {
     v1::TraceHeader h = test_header(3);
     for (int k = 0; k < 50; ++k) (*h.mutable_metadata())["key" + std::to_string(k)] = std::to_string(k);
-    TraceWriter w(dir.file(name), h);
+    format::TraceWriter w(dir.file(name), h);
     for (const auto& o : ios) w.append(o.io);
     for (int k = 0; k < 50; ++k) w.set_metadata("late" + std::to_string(k), "v");
     w.close();
@@ -736,12 +737,12 @@ TEST_CASE("the same IOs and metadata give the same bytes") {
 
 TEST_CASE("IOs with equal issue times keep their arrival order through the reorder window") {
   TempDir dir;
-  WriterOptions opt;
+  format::WriterOptions opt;
   opt.reorder_window_ns = 1'000'000;
   {
-    TraceWriter w(dir.file("ties.iot"), test_header(1), opt);
+    format::TraceWriter w(dir.file("ties.iot"), test_header(1), opt);
     for (uint64_t i = 0; i < 5000; ++i) {
-      Io io;
+      format::Io io;
       io.issue_ns = static_cast<int64_t>(i / 100) * 1000;  // runs of 100 equal times
       io.offset = i * 4096;
       io.length = 4096;
@@ -749,8 +750,8 @@ TEST_CASE("IOs with equal issue times keep their arrival order through the reord
     }
     w.close();
   }
-  TraceReader r(dir.file("ties.iot"));
-  Io io;
+  format::TraceReader r(dir.file("ties.iot"));
+  format::Io io;
   for (uint64_t i = 0; r.next(io); ++i) REQUIRE(io.offset == i * 4096);
 }
 
@@ -765,8 +766,8 @@ TEST_CASE("chunks encode to the same bytes as in earlier versions") {
   // or 1 when `odd` is an IO whose issue time is 1 ns off.
   auto microseconds = [](std::vector<OwnedIo> ios, size_t odd) {
     for (size_t i = 0; i < ios.size(); ++i) {
-      Io& io = ios[i].io;
-      auto us = [](int64_t t) { return t == kNoTime ? t : t / 1000 * 1000; };
+      format::Io& io = ios[i].io;
+      auto us = [](int64_t t) { return t == format::kNoTime ? t : t / 1000 * 1000; };
       io.issue_ns = us(io.issue_ns) + (i == odd ? 1 : 0);
       io.queue_ns = us(io.queue_ns);
       io.complete_ns = us(io.complete_ns);
@@ -776,12 +777,12 @@ TEST_CASE("chunks encode to the same bytes as in earlier versions") {
   };
   // Size and CRC of the encoded chunk, as the encoder of earlier versions made it.
   auto digest = [](const std::vector<OwnedIo>& ios, uint64_t first_index) {
-    std::vector<Io> batch;
+    std::vector<format::Io> batch;
     for (const auto& o : ios) batch.push_back(o.io);
     v1::Chunk c;
-    encode_chunk(batch, first_index, &c);
+    format::encode_chunk(batch, first_index, &c);
     const std::string bytes = c.SerializeAsString();
-    return std::to_string(bytes.size()) + ":" + std::to_string(frame::crc32(bytes));
+    return std::to_string(bytes.size()) + ":" + std::to_string(format::frame::crc32(bytes));
   };
   const auto ios = random_ios(3000, 31);
   CHECK(digest(ios, 0) == "70203:2440446248");
@@ -803,7 +804,7 @@ TEST_CASE("compress gives the bytes of a one-shot ZSTD_compress, call after call
     std::string want(ZSTD_compressBound(raw.size()), '\0');
     want.resize(ZSTD_compress(want.data(), want.size(), raw.data(), raw.size(), level));
     INFO("call " << k << ", " << raw.size() << " bytes at level " << level);
-    REQUIRE(frame::compress(raw, level) == want);
+    REQUIRE(format::frame::compress(raw, level) == want);
   }
 }
 

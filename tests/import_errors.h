@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "tests/test_support.h"
-#include "format/error.h"
 #include "convert/import/importer.h"
+#include "format/error.h"
 #include "format/writer.h"
+#include "tests/test_support.h"
 
 namespace iotape::test {
 
@@ -19,13 +19,13 @@ inline void require_import_error(const std::string& format, const std::string& b
   TempDir dir;
   const std::string input = dir.file("input");
   write_file(input, bytes);
-  const Importer* imp = find_importer(format);
+  const convert::Importer* imp = convert::find_importer(format);
   REQUIRE(imp != nullptr);
-  TraceWriter w(dir.file("out.iot"), {});
+  format::TraceWriter w(dir.file("out.iot"), {});
   try {
     imp->run({input}, w);
     FAIL("no error for " << format << " input, expected " << place << " " << why);
-  } catch (const TraceError& e) {
+  } catch (const format::TraceError& e) {
     const std::string msg = e.what();
     INFO(msg);
     CHECK(msg.find(input + place) != std::string::npos);

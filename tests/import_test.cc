@@ -10,14 +10,14 @@
 #include <sstream>
 #include <tuple>
 
+#include "convert/import/importer.h"
+#include "format/blktrace_layout.h"
+#include "format/error.h"
+#include "format/reader.h"
+#include "format/writer.h"
 #include "tests/blktrace_records.h"
 #include "tests/import_errors.h"
 #include "tests/test_support.h"
-#include "format/blktrace_layout.h"
-#include "format/error.h"
-#include "convert/import/importer.h"
-#include "format/reader.h"
-#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::read_file;
@@ -31,12 +31,12 @@ namespace {
 // An IO with its device named and its process name owned, compared as a whole.
 struct Row {
   std::string device{};
-  int64_t queue_ns = kNoTime;
+  int64_t queue_ns = format::kNoTime;
   int64_t issue_ns = 0;
-  int64_t complete_ns = kNoTime;
+  int64_t complete_ns = format::kNoTime;
   uint64_t offset = 0;
   uint64_t length = 0;
-  Op op = Op::kRead;
+  format::Op op = format::Op::kRead;
   uint32_t flags = 0;
   int32_t status = 0;
   uint32_t pid = 0;
@@ -54,13 +54,13 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& os, const Row& r) {
   return os << "{" << r.device << " q=" << r.queue_ns << " i=" << r.issue_ns << " c=" << r.complete_ns
-            << " off=" << r.offset << " len=" << r.length << " op=" << op_name(r.op) << " flags=" << r.flags
+            << " off=" << r.offset << " len=" << r.length << " op=" << format::op_name(r.op) << " flags=" << r.flags
             << " status=" << r.status << " pid=" << r.pid << " comm=" << r.comm << " cgroup=" << r.cgroup
             << " cpu=" << r.cpu << "}";
 }
 
 struct Imported {
-  ImportReport report;
+  blockevents::ImportReport report;
   std::vector<Row> rows;
   v1::TraceHeader header;
   uint64_t file_bytes = 0;
@@ -70,22 +70,22 @@ struct Imported {
 // reorder window) and reads the trace back.
 Imported import_and_read(const std::string& format, const std::vector<std::string>& inputs,
                          const std::string& out) {
-  const Importer* imp = find_importer(format);
+  const convert::Importer* imp = convert::find_importer(format);
   REQUIRE(imp != nullptr);
   v1::TraceHeader h;
   h.set_clock(imp->clock);
-  WriterOptions wo;
+  format::WriterOptions wo;
   wo.reorder_window_ns = 60'000'000'000;
   Imported r;
   {
-    TraceWriter w(out, h, wo);
+    format::TraceWriter w(out, h, wo);
     r.report = imp->run(inputs, w);
     w.close();
     r.file_bytes = w.stats().file_bytes;
   }
-  TraceReader reader(out);
+  format::TraceReader reader(out);
   r.header = reader.header();
-  Io io;
+  format::Io io;
   while (reader.next(io)) {
     REQUIRE(io.device < static_cast<uint32_t>(r.header.devices_size()));
     r.rows.push_back({r.header.devices(static_cast<int>(io.device)).name(), io.queue_ns, io.issue_ns,
@@ -150,9 +150,9 @@ TEST_CASE("msr: the hm_0 sample equals an independent parse, record by record", 
     r.complete_ns = r.issue_ns + std::stoll(f[6]) * 100;
     r.offset = std::stoull(f[4]);
     r.length = std::stoull(f[5]);
-    r.op = f[3] == "Read" ? Op::kRead : Op::kWrite;
-    (r.op == Op::kRead ? reads : writes)++;
-    (r.op == Op::kRead ? read_bytes : written_bytes) += r.length;
+    r.op = f[3] == "Read" ? format::Op::kRead : format::Op::kWrite;
+    (r.op == format::Op::kRead ? reads : writes)++;
+    (r.op == format::Op::kRead ? read_bytes : written_bytes) += r.length;
     want.push_back(r);
   }
   // The sample's published figures (SOURCES.md) agree with the parse.
@@ -183,9 +183,9 @@ TEST_CASE("msr: hosts and disks become devices, CRLF and blank lines are accepte
   CHECK(got.header.devices(0).name() == "hm_0");
   CHECK(got.header.devices(1).name() == "src1_2");
   // 2007-02-22 as Unix nanoseconds: (FILETIME - 11644473600 s in ticks) * 100.
-  Row r1{"hm_0", kNoTime, 1172164929551466300, 1172164929551467300, 4096, 512, Op::kRead};
-  Row r2{"src1_2", kNoTime, 1172164929551470000, 1172164929551472000, 0, 4096, Op::kWrite};
-  Row r3{"hm_0", kNoTime, 1172164929551480000, 1172164929551480000, 8192, 1024, Op::kWrite};
+  Row r1{"hm_0", format::kNoTime, 1172164929551466300, 1172164929551467300, 4096, 512, format::Op::kRead};
+  Row r2{"src1_2", format::kNoTime, 1172164929551470000, 1172164929551472000, 0, 4096, format::Op::kWrite};
+  Row r3{"hm_0", format::kNoTime, 1172164929551480000, 1172164929551480000, 8192, 1024, format::Op::kWrite};
   require_same(got.rows, {r1, r2, r3});
   CHECK(got.report.records == 3);
 }
@@ -283,12 +283,12 @@ TEST_CASE("vscsi: the CloudPhysics sample equals an independent decode, record b
     REQUIRE((cmd == 0x28 || cmd == 0x2a));  // READ(10), WRITE(10): all this sample has
     Row r;
     r.device = "cloudphysics-sample";
-    r.op = cmd == 0x28 ? Op::kRead : Op::kWrite;
+    r.op = cmd == 0x28 ? format::Op::kRead : format::Op::kWrite;
     r.length = get_le<uint32_t>(p + 4);
     r.offset = get_le<uint64_t>(p + 16) * 512;
     r.issue_ns = static_cast<int64_t>(get_le<uint64_t>(p + 24)) * 1000;
-    (r.op == Op::kRead ? reads : writes)++;
-    (r.op == Op::kRead ? read_bytes : written_bytes) += r.length;
+    (r.op == format::Op::kRead ? reads : writes)++;
+    (r.op == format::Op::kRead ? read_bytes : written_bytes) += r.length;
     want.push_back(r);
   }
   CHECK(want.size() == 113'872);
@@ -314,18 +314,19 @@ TEST_CASE("vscsi: version 2 records, response times and SCSI opcodes", "[import]
   const std::string in = dir.file("vm2.vscsi");
   struct Case {
     uint16_t cmd;
-    Op op;
+    format::Op op;
   };
-  const Case cases[] = {{0x08, Op::kRead},  {0x28, Op::kRead},  {0xa8, Op::kRead},    {0x88, Op::kRead},
-                        {0x0a, Op::kWrite}, {0x2a, Op::kWrite}, {0xaa, Op::kWrite},   {0x8a, Op::kWrite},
-                        {0x35, Op::kFlush}, {0x91, Op::kFlush}, {0x42, Op::kDiscard}, {0x41, Op::kOther},
-                        {0x93, Op::kOther}, {0x12, Op::kOther}};
+  const Case cases[] = {{0x08, format::Op::kRead},  {0x28, format::Op::kRead},    {0xa8, format::Op::kRead},
+                        {0x88, format::Op::kRead},  {0x0a, format::Op::kWrite},   {0x2a, format::Op::kWrite},
+                        {0xaa, format::Op::kWrite}, {0x8a, format::Op::kWrite},   {0x35, format::Op::kFlush},
+                        {0x91, format::Op::kFlush}, {0x42, format::Op::kDiscard}, {0x41, format::Op::kOther},
+                        {0x93, format::Op::kOther}, {0x12, format::Op::kOther}};
   std::string bytes;
   std::vector<Row> want;
   uint64_t ts = 1'000'000;
   for (const Case& c : cases) {
     bytes += vscsi_v2(c.cmd, ts / 7, 4096, ts, 250);
-    want.push_back({"vm2", kNoTime, static_cast<int64_t>(ts) * 1000, static_cast<int64_t>(ts + 250) * 1000,
+    want.push_back({"vm2", format::kNoTime, static_cast<int64_t>(ts) * 1000, static_cast<int64_t>(ts + 250) * 1000,
                     ts / 7 * 512, 4096, c.op});
     ts += 1000;
   }
@@ -417,17 +418,20 @@ std::vector<Parsed> blkparse(const std::string& dir, const std::string& prefix, 
 }
 
 // An RWBS string as blkparse prints it: [F]{D|W|R|N}[F][A][S][M].
-void rwbs_to(const std::string& rwbs, uint64_t bytes, Op* op, uint32_t* flags) {
+void rwbs_to(const std::string& rwbs, uint64_t bytes, format::Op* op, uint32_t* flags) {
   size_t i = 0;
   const bool flush = rwbs[i] == 'F';
   if (flush) ++i;
   const char kind = rwbs[i++];
-  *op = kind == 'D' ? Op::kDiscard : kind == 'W' ? Op::kWrite : Op::kRead;
-  if (flush && bytes == 0 && kind != 'D') *op = Op::kFlush;
-  *flags = flush && *op != Op::kFlush ? flag::kPreflush : 0;
+  *op = kind == 'D' ? format::Op::kDiscard : kind == 'W' ? format::Op::kWrite : format::Op::kRead;
+  if (flush && bytes == 0 && kind != 'D') *op = format::Op::kFlush;
+  *flags = flush && *op != format::Op::kFlush ? format::flag::kPreflush : 0;
   for (; i < rwbs.size(); ++i)
-    *flags |= rwbs[i] == 'F' ? flag::kFua : rwbs[i] == 'A' ? flag::kReadahead : rwbs[i] == 'S' ? flag::kSync
-              : rwbs[i] == 'M' ? flag::kMeta : 0;
+    *flags |= rwbs[i] == 'F'   ? format::flag::kFua
+              : rwbs[i] == 'A' ? format::flag::kReadahead
+              : rwbs[i] == 'S' ? format::flag::kSync
+              : rwbs[i] == 'M' ? format::flag::kMeta
+                               : 0;
 }
 
 // IOs as blkparse's events show them, for traces without merges into a
@@ -469,8 +473,8 @@ std::vector<Row> ios_from_blkparse(const std::vector<Parsed>& events) {
 std::vector<Row> shifted(std::vector<Row> rows, int64_t delta) {
   for (Row& r : rows) {
     r.issue_ns += delta;
-    if (r.queue_ns != kNoTime) r.queue_ns += delta;
-    if (r.complete_ns != kNoTime) r.complete_ns += delta;
+    if (r.queue_ns != format::kNoTime) r.queue_ns += delta;
+    if (r.complete_ns != format::kNoTime) r.complete_ns += delta;
   }
   return rows;
 }
@@ -480,15 +484,15 @@ int64_t first_issue(const std::vector<Row>& rows) {
 }
 
 // An IO as block events give it: SECTOR and BYTES as the events carry them.
-Row event_row(std::string device, int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op,
+Row event_row(std::string device, int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, format::Op op,
               uint32_t flags = 0, uint32_t pid = 0, std::string comm = "", int32_t cpu = -1) {
   return {.device = std::move(device), .queue_ns = q, .issue_ns = i, .complete_ns = c, .offset = sector * 512,
           .length = bytes, .op = op, .flags = flags, .pid = pid, .comm = std::move(comm), .cpu = cpu};
 }
 
 // The fixed part of the blktrace record at byte `at`, as written.
-blktrace::Record record_at(const std::string& bytes, size_t at) {
-  blktrace::Record r;
+format::blktrace::Record record_at(const std::string& bytes, size_t at) {
+  format::blktrace::Record r;
   std::memcpy(&r, bytes.data() + at, sizeof r);
   return r;
 }
@@ -497,9 +501,9 @@ blktrace::Record record_at(const std::string& bytes, size_t at) {
 // importer reads only comm strings and big-endian payloads from them).
 std::string byte_swapped(const std::string& bytes) {
   std::string out;
-  for (size_t at = 0; at + sizeof(blktrace::Record) <= bytes.size();) {
-    const blktrace::Record r = record_at(bytes, at);
-    const blktrace::Record swapped = blktrace::byte_swapped(r);
+  for (size_t at = 0; at + sizeof(format::blktrace::Record) <= bytes.size();) {
+    const format::blktrace::Record r = record_at(bytes, at);
+    const format::blktrace::Record swapped = format::blktrace::byte_swapped(r);
     out.append(reinterpret_cast<const char*>(&swapped), sizeof swapped);
     out.append(bytes, at + sizeof r, r.pdu_len);
     at += sizeof r + r.pdu_len;
@@ -509,8 +513,8 @@ std::string byte_swapped(const std::string& bytes) {
 
 uint64_t count_records(const std::string& bytes) {
   uint64_t n = 0;
-  for (size_t at = 0; at + sizeof(blktrace::Record) <= bytes.size(); ++n)
-    at += sizeof(blktrace::Record) + record_at(bytes, at).pdu_len;
+  for (size_t at = 0; at + sizeof(format::blktrace::Record) <= bytes.size(); ++n)
+    at += sizeof(format::blktrace::Record) + record_at(bytes, at).pdu_len;
   return n;
 }
 
@@ -594,12 +598,12 @@ TEST_CASE("blktrace: an fsync on a kernel with flush requests of their own", "[i
   TempDir dir;
   write_file(dir.file("t.blktrace.0"), cpu0);
   auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
-  auto io = [](int64_t q, int64_t i, int64_t c, Op op, uint32_t flags, uint32_t pid, std::string comm, int32_t cpu) {
-    return event_row("8,16", q, i, c, 0, 0, op, flags, pid, std::move(comm), cpu);
-  };
+  auto io = [](int64_t q, int64_t i, int64_t c, format::Op op, uint32_t flags, uint32_t pid, std::string comm,
+               int32_t cpu) { return event_row("8,16", q, i, c, 0, 0, op, flags, pid, std::move(comm), cpu); };
   // The write: its queue time stands as issue time, as the eBPF back end records it.
-  require_same(got.rows, {io(1000, 1000, 2200, Op::kWrite, flag::kPreflush | flag::kSync, 100, "fio", 0),
-                          io(kNoTime, 2000, 2100, Op::kFlush, 0, 0, "", -1)});
+  require_same(got.rows,
+               {io(1000, 1000, 2200, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 100, "fio", 0),
+                io(format::kNoTime, 2000, 2100, format::Op::kFlush, 0, 0, "", -1)});
 }
 
 TEST_CASE("blktrace: a journal commit's flush sequence is one write, as the kernel counts it", "[import][blktrace]") {
@@ -627,8 +631,8 @@ TEST_CASE("blktrace: a journal commit's flush sequence is one write, as the kern
     e({.time = 1450, .sector = at, .bytes = 0, .action = blk::C | W | S | M, .device = sdb});
     return cpu0;
   };
-  auto io = [](int64_t q, int64_t i, int64_t c, Op op, uint64_t sector, uint64_t length, uint32_t flags, uint32_t pid,
-               std::string comm, int32_t cpu) {
+  auto io = [](int64_t q, int64_t i, int64_t c, format::Op op, uint64_t sector, uint64_t length, uint32_t flags,
+               uint32_t pid, std::string comm, int32_t cpu) {
     return event_row("8,16", q, i, c, sector, length, op, flags, pid, std::move(comm), cpu);
   };
   TempDir dir;
@@ -637,14 +641,14 @@ TEST_CASE("blktrace: a journal commit's flush sequence is one write, as the kern
     write_file(dir.file("t.blktrace.0"), events(queue_events));
     auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
     const std::vector<Row> expected =
-        queue_events ? std::vector<Row>{io(kNoTime, 1100, 1300, Op::kFlush, 0, 0, 0, 0, "", -1),
-                                        io(1000, 1340, 1400, Op::kWrite, at, 1024, flag::kSync | flag::kMeta, 100,
-                                           "jbd2/sdb-8", 0),
-                                        io(kNoTime, 1420, 1440, Op::kFlush, 0, 0, 0, 0, "", -1)}
-                     : std::vector<Row>{io(kNoTime, 1100, 1300, Op::kFlush, 0, 0, 0, 0, "", -1),
-                                        io(kNoTime, 1340, 1400, Op::kWrite, at, 1024, flag::kSync | flag::kMeta, 0,
-                                           "", -1),
-                                        io(kNoTime, 1420, 1440, Op::kFlush, 0, 0, 0, 0, "", -1)};
+        queue_events ? std::vector<Row>{io(format::kNoTime, 1100, 1300, format::Op::kFlush, 0, 0, 0, 0, "", -1),
+                                        io(1000, 1340, 1400, format::Op::kWrite, at, 1024,
+                                           format::flag::kSync | format::flag::kMeta, 100, "jbd2/sdb-8", 0),
+                                        io(format::kNoTime, 1420, 1440, format::Op::kFlush, 0, 0, 0, 0, "", -1)}
+                     : std::vector<Row>{io(format::kNoTime, 1100, 1300, format::Op::kFlush, 0, 0, 0, 0, "", -1),
+                                        io(format::kNoTime, 1340, 1400, format::Op::kWrite, at, 1024,
+                                           format::flag::kSync | format::flag::kMeta, 0, "", -1),
+                                        io(format::kNoTime, 1420, 1440, format::Op::kFlush, 0, 0, 0, 0, "", -1)};
     require_same(got.rows, expected);
     std::string notes;
     for (const std::string& n : got.report.notes) notes += n + "\n";
@@ -724,20 +728,19 @@ TEST_CASE("blktrace: merges, splits, remaps, requeues, partial completions, flus
   write_file(dir.file("t.blktrace.1"), cpu1);
   auto got = import_and_read("blktrace", {dir.file("t.blktrace.0"), dir.file("t.blktrace.1")}, dir.file("t.iot"));
 
-  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op, uint32_t flags,
-               uint32_t pid, std::string comm, int32_t cpu) {
-    return event_row("8,16", q, i, c, sector, bytes, op, flags, pid, std::move(comm), cpu);
-  };
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, format::Op op, uint32_t flags,
+               uint32_t pid, std::string comm,
+               int32_t cpu) { return event_row("8,16", q, i, c, sector, bytes, op, flags, pid, std::move(comm), cpu); };
   std::vector<Row> want = {
-      io(1000, 2000, 3000, 992, 12288, Op::kWrite, flag::kSync | flag::kFua, 100, "fio", 0),
-      io(4000, 5000, 6000, 7048, 8192, Op::kRead, flag::kReadahead, 200, "dd", 0),
-      io(7000, 7100, 7300, 20000, 8192, Op::kWrite, 0, 100, "fio", 0),
-      io(7000, 7200, 7400, 20016, 8192, Op::kWrite, 0, 100, "fio", 0),
-      io(8000, 8300, 8400, 30000, 4096, Op::kRead, 0, 100, "fio", 0),
-      io(9000, 9100, 9300, 40000, 8192, Op::kWrite, 0, 100, "fio", 0),
-      io(kNoTime, 10000, 10100, 0, 0, Op::kFlush, 0, 0, "", -1),
-      io(11000, 11100, 11200, 50000, 4096, Op::kWrite, flag::kPreflush, 100, "fio", 0),
-      io(12000, 12100, 12200, 60000, 1 << 20, Op::kDiscard, 0, 100, "fio", 0),
+      io(1000, 2000, 3000, 992, 12288, format::Op::kWrite, format::flag::kSync | format::flag::kFua, 100, "fio", 0),
+      io(4000, 5000, 6000, 7048, 8192, format::Op::kRead, format::flag::kReadahead, 200, "dd", 0),
+      io(7000, 7100, 7300, 20000, 8192, format::Op::kWrite, 0, 100, "fio", 0),
+      io(7000, 7200, 7400, 20016, 8192, format::Op::kWrite, 0, 100, "fio", 0),
+      io(8000, 8300, 8400, 30000, 4096, format::Op::kRead, 0, 100, "fio", 0),
+      io(9000, 9100, 9300, 40000, 8192, format::Op::kWrite, 0, 100, "fio", 0),
+      io(format::kNoTime, 10000, 10100, 0, 0, format::Op::kFlush, 0, 0, "", -1),
+      io(11000, 11100, 11200, 50000, 4096, format::Op::kWrite, format::flag::kPreflush, 100, "fio", 0),
+      io(12000, 12100, 12200, 60000, 1 << 20, format::Op::kDiscard, 0, 100, "fio", 0),
   };
   want[2].cgroup = want[3].cgroup = 0x1234;
   want[8].status = -5;
@@ -767,7 +770,7 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     write_file(dir.file("t.blktrace.1"), cpu1);
     return import_and_read("blktrace", {dir.file("t.blktrace.0"), dir.file("t.blktrace.1")}, dir.file("t.iot"));
   };
-  auto row = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
+  auto row = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, format::Op op, uint32_t flags = 0) {
     return event_row("8,0", q, i, c, sector, bytes, op, flags);
   };
   auto has = [](const Imported& got, const std::string& text) {
@@ -784,9 +787,10 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     e0({.time = 2000, .sector = 200, .bytes = 8192, .action = blk::C | W | blk::kSync, .device = sda, .error = 5});
     e1({.time = 1500, .sector = 300, .bytes = 4096, .action = blk::C | W | blk::kFua, .device = sda});
     const auto got = import_cpus(cpu0, cpu1);
-    std::vector<Row> want = {row(kNoTime, 1000, kNoTime, 100, 4096, Op::kRead),
-                             row(kNoTime, 1500, kNoTime, 300, 4096, Op::kWrite, flag::kFua),
-                             row(kNoTime, 2000, kNoTime, 200, 8192, Op::kWrite, flag::kSync)};
+    std::vector<Row> want = {
+        row(format::kNoTime, 1000, format::kNoTime, 100, 4096, format::Op::kRead),
+        row(format::kNoTime, 1500, format::kNoTime, 300, 4096, format::Op::kWrite, format::flag::kFua),
+        row(format::kNoTime, 2000, format::kNoTime, 200, 8192, format::Op::kWrite, format::flag::kSync)};
     want[2].status = -5;
     require_same(got.rows, want);
     CHECK(got.report.ios == 3);
@@ -799,8 +803,9 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     e0({.time = 1000, .sector = 100, .bytes = 4096, .action = blk::D, .device = sda});
     e1({.time = 1200, .sector = 500, .bytes = 4096, .action = blk::D | W | blk::kFlush, .device = sda});
     const auto got = import_cpus(cpu0, cpu1);
-    require_same(got.rows, {row(kNoTime, 1000, kNoTime, 100, 4096, Op::kRead),
-                            row(kNoTime, 1200, kNoTime, 500, 4096, Op::kWrite, flag::kPreflush)});
+    require_same(got.rows,
+                 {row(format::kNoTime, 1000, format::kNoTime, 100, 4096, format::Op::kRead),
+                  row(format::kNoTime, 1200, format::kNoTime, 500, 4096, format::Op::kWrite, format::flag::kPreflush)});
     CHECK(has(got, "the input carries only D events, no C"));
     CHECK(has(got, "2 IOs have no completion time"));
     CHECK_FALSE(has(got, "not completed when the trace ended"));
@@ -813,9 +818,10 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     e1({.time = 1500, .action = blk::C | blk::kFlush, .device = sda});
     e1({.time = 1501, .action = blk::C | W | blk::kSync, .device = sda});  // the empty write, never issued
     const auto got = import_cpus(cpu0, cpu1);
-    require_same(got.rows, {row(kNoTime, 1000, 1300, 100, 4096, Op::kWrite, flag::kSync),
-                            row(kNoTime, 1400, 1500, 0, 0, Op::kFlush),
-                            row(kNoTime, 1501, 1501, 0, 0, Op::kWrite, flag::kSync | flag::kPreflush)});
+    require_same(got.rows, {row(format::kNoTime, 1000, 1300, 100, 4096, format::Op::kWrite, format::flag::kSync),
+                            row(format::kNoTime, 1400, 1500, 0, 0, format::Op::kFlush),
+                            row(format::kNoTime, 1501, 1501, 0, 0, format::Op::kWrite,
+                                format::flag::kSync | format::flag::kPreflush)});
     CHECK(got.report.skipped == 0);
     CHECK(has(got, "2 D events had no Q"));
   }
@@ -825,7 +831,7 @@ TEST_CASE("blktrace: traces without D, or without C, events give IOs with the ti
     e0({.time = 1100, .sector = 100, .bytes = 4096, .action = blk::D, .device = sda});
     e1({.time = 1300, .sector = 100, .bytes = 4096, .action = blk::C, .device = sda});
     const auto got = import_cpus(cpu0, cpu1);
-    require_same(got.rows, {event_row("8,0", 1000, 1100, 1300, 100, 4096, Op::kRead, 0, 7, "", 0)});
+    require_same(got.rows, {event_row("8,0", 1000, 1100, 1300, 100, 4096, format::Op::kRead, 0, 7, "", 0)});
     CHECK(got.report.notes == std::vector<std::string>{"1 C events matched no D (issued before the trace started, "
                                                        "or a bio-based device)"});
     CHECK(got.report.skipped == 1);

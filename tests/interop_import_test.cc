@@ -14,15 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "blockevents/sorted_spill.h"
+#include "convert/import/format_detect.h"
+#include "convert/import/importer.h"
+#include "format/error.h"
+#include "format/reader.h"
+#include "format/writer.h"
 #include "tests/blktrace_records.h"
 #include "tests/import_errors.h"
 #include "tests/test_support.h"
-#include "format/error.h"
-#include "convert/import/format_detect.h"
-#include "convert/import/importer.h"
-#include "blockevents/sorted_spill.h"
-#include "format/reader.h"
-#include "format/writer.h"
 
 using namespace iotape;
 using iotape::test::read_file;
@@ -40,9 +40,9 @@ struct Row {
   int64_t issue_ns = 0;
   uint64_t offset = 0;
   uint64_t length = 0;
-  Op op = Op::kRead;
-  int64_t complete_ns = kNoTime;
-  int64_t queue_ns = kNoTime;
+  format::Op op = format::Op::kRead;
+  int64_t complete_ns = format::kNoTime;
+  int64_t queue_ns = format::kNoTime;
   uint32_t flags = 0;
   int32_t status = 0;
   uint32_t pid = 0;
@@ -61,13 +61,14 @@ struct Row {
 
 std::ostream& operator<<(std::ostream& os, const Row& r) {
   return os << "{" << r.device << "#" << r.device_index << " i=" << r.issue_ns << " q=" << r.queue_ns
-            << " c=" << r.complete_ns << " off=" << r.offset << " len=" << r.length << " " << op_name(r.op)
+            << " c=" << r.complete_ns << " off=" << r.offset << " len=" << r.length << " " << format::op_name(r.op)
             << " flags=" << r.flags << " status=" << r.status << " pid=" << r.pid << " comm=" << r.comm
             << " cgroup=" << r.cgroup << " cpu=" << r.cpu << " src=" << r.source_index << "}";
 }
 
 // Only the fields a format carries, the rest left at their defaults.
-Row io_row(std::string device, int64_t issue, Op op, uint64_t offset, uint64_t length, int64_t complete = kNoTime) {
+Row io_row(std::string device, int64_t issue, format::Op op, uint64_t offset, uint64_t length,
+           int64_t complete = format::kNoTime) {
   Row r;
   r.device = std::move(device);
   r.issue_ns = issue;
@@ -79,9 +80,9 @@ Row io_row(std::string device, int64_t issue, Op op, uint64_t offset, uint64_t l
 }
 
 std::vector<Row> read_rows(const std::string& path, v1::TraceHeader* header = nullptr) {
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   std::vector<Row> rows;
-  Io io;
+  format::Io io;
   while (reader.next(io)) {
     const auto& devices = reader.header().devices();
     REQUIRE(io.device < static_cast<uint32_t>(devices.size()));
@@ -95,21 +96,21 @@ std::vector<Row> read_rows(const std::string& path, v1::TraceHeader* header = nu
 }
 
 struct Imported {
-  ImportReport report;
+  blockevents::ImportReport report;
   std::vector<Row> rows;
 };
 
 // Imports as `iotape import` does (a reorder window unless the importer sorts)
 // and reads the trace back, in trace order.
 Imported import_rows(const std::string& format, const std::vector<std::string>& inputs, const std::string& out,
-                     const ImportOptions& options = {}) {
-  const Importer* imp = find_importer(format);
+                     const blockevents::ImportOptions& options = {}) {
+  const convert::Importer* imp = convert::find_importer(format);
   REQUIRE(imp != nullptr);
-  WriterOptions wo;
+  format::WriterOptions wo;
   wo.reorder_window_ns = imp->sorted_output ? 0 : 60'000'000'000;
   Imported r;
   {
-    TraceWriter w(out, {}, wo);
+    format::TraceWriter w(out, {}, wo);
     r.report = imp->run(inputs, w, options);
     w.close();
   }
@@ -146,9 +147,9 @@ const std::string kSystor =
     "1450535590.152,,R,1,4096,512\n"
     "1450535590.153,0.0002,,1,0,4096\n";
 std::vector<Row> systor_rows() {
-  return {io_row("2", 1450535590150001000, Op::kWrite, 0, 8192, 1450535590151001000),
-          io_row("1", 1450535590151316000, Op::kRead, 12314624, 4096, 1450535590151810000),
-          io_row("1", 1450535590152000000, Op::kRead, 4096, 512)};
+  return {io_row("2", 1450535590150001000, format::Op::kWrite, 0, 8192, 1450535590151001000),
+          io_row("1", 1450535590151316000, format::Op::kRead, 12314624, 4096, 1450535590151810000),
+          io_row("1", 1450535590152000000, format::Op::kRead, 4096, 512)};
 }
 
 // Tencent CBS: Timestamp,Offset,Size,IOType,VolumeID; sectors; unsorted.
@@ -157,9 +158,9 @@ const std::string kTencent =
     "1538323199,100,16,1,1283\n"
     "1538323200,0,1,1,7\n";
 std::vector<Row> tencent_rows() {
-  return {io_row("1283", 1538323199 * kSecond, Op::kWrite, 51200, 8192),
-          io_row("1283", 1538323200 * kSecond, Op::kRead, 1048576, 4096),
-          io_row("7", 1538323200 * kSecond, Op::kWrite, 0, 512)};
+  return {io_row("1283", 1538323199 * kSecond, format::Op::kWrite, 51200, 8192),
+          io_row("1283", 1538323200 * kSecond, format::Op::kRead, 1048576, 4096),
+          io_row("7", 1538323200 * kSecond, format::Op::kWrite, 0, 512)};
 }
 
 // Alibaba 2020: device_id,opcode,offset,length,timestamp (us).
@@ -167,8 +168,8 @@ const std::string kAlibaba =
     "0,R,126703644672,4096,1577808144249644\n"
     "3,W,0,512,1577808144249000\n";
 std::vector<Row> alibaba_rows() {
-  return {io_row("3", 1577808144249000000, Op::kWrite, 0, 512),
-          io_row("0", 1577808144249644000, Op::kRead, 126703644672, 4096)};
+  return {io_row("3", 1577808144249000000, format::Op::kWrite, 0, 512),
+          io_row("0", 1577808144249644000, format::Op::kRead, 126703644672, 4096)};
 }
 
 // SPC: ASU,LBA,Size,Opcode,Timestamp[,optional]; LBA in 512 B blocks.
@@ -177,9 +178,9 @@ const std::string kSpc =
     "1,55590,3072,r,0.026214,extra\n"
     "0,303574,3584,W,0.0262\n";
 std::vector<Row> spc_rows() {
-  return {io_row("0", 0, Op::kWrite, 303567ull * 512, 3584),
-          io_row("0", 26'200'000, Op::kWrite, 303574ull * 512, 3584),
-          io_row("1", 26'214'000, Op::kRead, 55590ull * 512, 3072)};
+  return {io_row("0", 0, format::Op::kWrite, 303567ull * 512, 3584),
+          io_row("0", 26'200'000, format::Op::kWrite, 303574ull * 512, 3584),
+          io_row("1", 26'214'000, format::Op::kRead, 55590ull * 512, 3072)};
 }
 
 // DiskSim ASCII: time_ms devno blkno size_blocks flags (bit 0 = read).
@@ -188,8 +189,8 @@ const std::string kDisksim =
     "1.5   1   2000  16  0\n"
     "12.25\t0\t8\t1\t3\n";
 std::vector<Row> disksim_rows() {
-  return {io_row("0", 0, Op::kRead, 512000, 4096), io_row("1", 1'500'000, Op::kWrite, 1024000, 8192),
-          io_row("0", 12'250'000, Op::kRead, 4096, 512)};
+  return {io_row("0", 0, format::Op::kRead, 512000, 4096), io_row("1", 1'500'000, format::Op::kWrite, 1024000, 8192),
+          io_row("0", 12'250'000, format::Op::kRead, 4096, 512)};
 }
 
 // fio iolog v2: no times; `wait` waits until OFFSET ms since the job start.
@@ -204,9 +205,10 @@ const std::string kFioV2 =
     "/dev/sdb sync 0 0\n"
     "/dev/sdb close\n";
 std::vector<Row> fio_v2_rows() {
-  return {io_row("/dev/sdb", 0, Op::kWrite, 4096, 8192), io_row("/dev/sdb", 15'000'000, Op::kRead, 0, 4096),
-          io_row("/dev/sdb", 15'000'000, Op::kDiscard, 8192, 4096),
-          io_row("/dev/sdb", 15'000'000, Op::kFlush, 0, 0)};
+  return {io_row("/dev/sdb", 0, format::Op::kWrite, 4096, 8192),
+          io_row("/dev/sdb", 15'000'000, format::Op::kRead, 0, 4096),
+          io_row("/dev/sdb", 15'000'000, format::Op::kDiscard, 8192, 4096),
+          io_row("/dev/sdb", 15'000'000, format::Op::kFlush, 0, 0)};
 }
 
 // fio iolog v3: TIME (us since the log start) FILE ACTION [OFFSET LENGTH].
@@ -221,9 +223,9 @@ const std::string kFioV3 =
     "1000 /dev/a datasync 0 0\n"
     "1200 /dev/a close\n";
 std::vector<Row> fio_v3_rows() {
-  auto a = io_row("/dev/a", 10'000, Op::kRead, 0, 4096);
-  auto b = io_row("/dev/b", 250'000, Op::kWrite, 8192, 512);
-  auto c = io_row("/dev/a", 1'000'000, Op::kFlush, 0, 0);
+  auto a = io_row("/dev/a", 10'000, format::Op::kRead, 0, 4096);
+  auto b = io_row("/dev/b", 250'000, format::Op::kWrite, 8192, 512);
+  auto c = io_row("/dev/a", 1'000'000, format::Op::kFlush, 0, 0);
   b.device_index = 1;
   return {a, b, c};
 }
@@ -285,10 +287,10 @@ TEST_CASE("interop: systor counts the blank IOType it skips, the header metadata
 TEST_CASE("interop: --volume keeps the named volumes only", "[interop][volume]") {
   TempDir dir;
   write_file(dir.file("in.csv"), kTencent);
-  ImportOptions options;
+  blockevents::ImportOptions options;
   options.volumes = {"7"};
   const auto got = import_rows("tencent", {dir.file("in.csv")}, dir.file("t.iot"), options);
-  require_rows(got.rows, {io_row("7", 1538323200 * kSecond, Op::kWrite, 0, 512)});
+  require_rows(got.rows, {io_row("7", 1538323200 * kSecond, format::Op::kWrite, 0, 512)});
   CHECK(got.report.skipped_by_reason.at("other-volume") == 2);
 
   auto r = run(iotape_cmd() + " import tencent " + dir.file("in.csv") + " --volume 1283 -o " + dir.file("cli.iot"));
@@ -375,8 +377,8 @@ void require_text_equals_binary(const std::string& dir, const std::string& prefi
   std::vector<Row> want = binary.rows;
   for (Row& r : want) {
     r.issue_ns -= t0;
-    if (r.queue_ns != kNoTime) r.queue_ns -= t0;
-    if (r.complete_ns != kNoTime) r.complete_ns -= t0;
+    if (r.queue_ns != format::kNoTime) r.queue_ns -= t0;
+    if (r.complete_ns != format::kNoTime) r.complete_ns -= t0;
     r.cgroup = 0;
   }
   require_rows(parsed.rows, want);
@@ -400,7 +402,7 @@ TEST_CASE("blkparse: blkparse's text of the lvm-sda sample imports like the bina
     write_file(dir.file("parsed.txt"), run("cd '" + dir.path() + "' && blkparse -i lvm-sda").output);
     const auto parsed = import_rows("blkparse", {dir.file("parsed.txt")}, dir.file("t.iot"));
     uint64_t bytes = 0;
-    for (const Row& r : parsed.rows) bytes += r.op == Op::kWrite ? r.length : 0;
+    for (const Row& r : parsed.rows) bytes += r.op == format::Op::kWrite ? r.length : 0;
     CHECK(parsed.rows.size() == 109);
     CHECK(bytes == 3'232'256);
   }
@@ -448,8 +450,8 @@ TEST_CASE("blkparse: blkparse's text of traces without D or without C imports li
           "[interop][blkparse]") {
   const uint32_t sda = blk::dev(8, 0), W = blk::kWrite;
   // With the event's own category, as the kernel sets it (blkparse drops reads without).
-  for (const uint32_t what : {blk::C | blktrace::action(0, blk::category::kComplete),
-                              blk::D | blktrace::action(0, blk::category::kIssue)}) {
+  for (const uint32_t what : {blk::C | format::blktrace::action(0, blk::category::kComplete),
+                              blk::D | format::blktrace::action(0, blk::category::kIssue)}) {
     DYNAMIC_SECTION(((what & 0xff) == blk::C ? "C" : "D") << " events only") {
       const std::vector<blk::Event> events = {
           {.time = 900, .action = blk::kProcessName, .pid = 9, .device = sda, .payload = blk::comm("fio")},
@@ -470,13 +472,13 @@ namespace {
 
 // An IO as blkparse text gives it: times in ns, SECTOR and BYTES as printed.
 Row text_row(std::string device, int64_t queue, int64_t issue, int64_t complete, uint64_t sector, uint64_t bytes,
-             Op op, uint32_t flags = 0, uint32_t pid = 0, std::string comm = "", int32_t cpu = -1) {
+             format::Op op, uint32_t flags = 0, uint32_t pid = 0, std::string comm = "", int32_t cpu = -1) {
   return {.device = std::move(device), .issue_ns = issue, .offset = sector * 512, .length = bytes, .op = op,
           .complete_ns = complete, .queue_ns = queue, .flags = flags, .pid = pid, .comm = std::move(comm),
           .cpu = cpu};
 }
 
-bool has_note(const ImportReport& report, const std::string& text) {
+bool has_note(const blockevents::ImportReport& report, const std::string& text) {
   for (const auto& n : report.notes) UNSCOPED_INFO("note: " << n);
   return std::any_of(report.notes.begin(), report.notes.end(),
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
@@ -501,9 +503,9 @@ TEST_CASE("blkparse: column headings, rules and comments are skipped", "[interop
                                      "  8,0    1        3     0.000203000  4163  D  WS 4096 + 16 [fio]\n"
                                      "  8,0    1        4     0.000350000     0  C  WS 4096 + 16 [0]\n");
   const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
-  require_rows(got.rows, {text_row("8,0", 0, 4'000, 120'000, 2048, 4096, Op::kRead, 0, 4162, "fio", 0),
-                          text_row("8,0", 200'000, 203'000, 350'000, 4096, 8192, Op::kWrite, flag::kSync, 4163,
-                                   "fio", 1)});
+  require_rows(got.rows, {text_row("8,0", 0, 4'000, 120'000, 2048, 4096, format::Op::kRead, 0, 4162, "fio", 0),
+                          text_row("8,0", 200'000, 203'000, 350'000, 4096, 8192, format::Op::kWrite,
+                                   format::flag::kSync, 4163, "fio", 1)});
   CHECK(got.report.records == 9);
   CHECK(got.report.notes.empty());
   // Headings alone are no events.
@@ -541,16 +543,19 @@ TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) i
   }
   write_file(dir.file("in.txt"), text);
   const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
-  auto d = [](int64_t issue_us, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
-    return text_row("8,16", kNoTime, issue_us * 1000, issue_us * 1000 + 100'000, sector, bytes, op, flags);
+  auto d = [](int64_t issue_us, uint64_t sector, uint64_t bytes, format::Op op, uint32_t flags = 0) {
+    return text_row("8,16", format::kNoTime, issue_us * 1000, issue_us * 1000 + 100'000, sector, bytes, op, flags);
   };
-  require_rows(got.rows, {text_row("8,16", 123'450'000, 123'470'000, 124'000'000, 1950885322, 4096, Op::kWrite,
-                                   flag::kPreflush | flag::kSync, 1234, "jbd2/sdb1-8", 1),
-                          d(125'000, 0, 0, Op::kFlush), d(126'000, 500, 4096, Op::kRead, flag::kReadahead | flag::kMeta),
-                          d(127'000, 1000, 1 << 20, Op::kDiscard), d(128'000, 3000, 4096, Op::kDiscard, flag::kSync),
-                          d(129'000, 6000, 4096, Op::kWrite, flag::kPreflush | flag::kFua | flag::kSync),
-                          d(130'000, 0, 0, Op::kFlush), d(131'000, 8000, 4096, Op::kWrite),
-                          d(132'000, 0, 0, Op::kOther), d(133'000, 524288, 0, Op::kOther)});
+  require_rows(got.rows, {text_row("8,16", 123'450'000, 123'470'000, 124'000'000, 1950885322, 4096, format::Op::kWrite,
+                                   format::flag::kPreflush | format::flag::kSync, 1234, "jbd2/sdb1-8", 1),
+                          d(125'000, 0, 0, format::Op::kFlush),
+                          d(126'000, 500, 4096, format::Op::kRead, format::flag::kReadahead | format::flag::kMeta),
+                          d(127'000, 1000, 1 << 20, format::Op::kDiscard),
+                          d(128'000, 3000, 4096, format::Op::kDiscard, format::flag::kSync),
+                          d(129'000, 6000, 4096, format::Op::kWrite,
+                            format::flag::kPreflush | format::flag::kFua | format::flag::kSync),
+                          d(130'000, 0, 0, format::Op::kFlush), d(131'000, 8000, 4096, format::Op::kWrite),
+                          d(132'000, 0, 0, format::Op::kOther), d(133'000, 524288, 0, format::Op::kOther)});
   CHECK(got.rows[0].offset == 998'853'284'864);
   CHECK(has_note(got.report, "9 D events had no Q, G or I"));
   CHECK(has_note(got.report, "1 remap (A) events moved"));
@@ -569,12 +574,15 @@ TEST_CASE("blkparse: C events only, printed CPU by CPU, one CPU's clock far ahea
       "  8,0    0        2     0.000200000     0  C   W 200 + 8 [-5]\n"
       "  8,0    0        3     0.000200000     0  C   R 208 + 8 [0]\n";
   // Each IO is timed by its C alone, as its issue time: no other time is known.
-  auto c = [](int64_t issue, uint64_t sector, uint64_t bytes, Op op, uint32_t flags = 0) {
-    return text_row("8,0", kNoTime, issue, kNoTime, sector, bytes, op, flags);
+  auto c = [](int64_t issue, uint64_t sector, uint64_t bytes, format::Op op, uint32_t flags = 0) {
+    return text_row("8,0", format::kNoTime, issue, format::kNoTime, sector, bytes, op, flags);
   };
-  std::vector<Row> want = {c(100'000, 100, 4096, Op::kRead), c(200'000, 200, 4096, Op::kWrite),
-                           c(200'000, 208, 4096, Op::kRead), c(5000'000'100'000, 300, 4096, Op::kRead),
-                           c(5000'000'250'000, 400, 8192, Op::kWrite, flag::kSync), c(5000'000'300'000, 0, 0, Op::kFlush)};
+  std::vector<Row> want = {c(100'000, 100, 4096, format::Op::kRead),
+                           c(200'000, 200, 4096, format::Op::kWrite),
+                           c(200'000, 208, 4096, format::Op::kRead),
+                           c(5000'000'100'000, 300, 4096, format::Op::kRead),
+                           c(5000'000'250'000, 400, 8192, format::Op::kWrite, format::flag::kSync),
+                           c(5000'000'300'000, 0, 0, format::Op::kFlush)};
   want[1].status = -5;
   TempDir dir;
   write_file(dir.file("in.txt"), text);
@@ -589,7 +597,7 @@ TEST_CASE("blkparse: C events only, printed CPU by CPU, one CPU's clock far ahea
   CHECK_FALSE(has_note(got.report, "matched no D"));
 
   SECTION("sorted through runs spilled to disk, with the same IOs") {
-    ImportOptions tiny;
+    blockevents::ImportOptions tiny;
     tiny.sort_run_ios = 2;
     tiny.spill_dir = dir.path();
     const auto spilled = import_rows("blkparse", {dir.file("in.txt")}, dir.file("s.iot"), tiny);
@@ -622,15 +630,16 @@ TEST_CASE("blkparse: traces without C, or without D, give the IOs with the times
        "  8,0    0        4     0.000150000   10  D   R 100 + 8 [fio]\n"
        "  8,0    1        1     0.000200000   11  Q  WS 200 + 8 [dd]\n"
        "  8,0    1        2     0.000260000   11  D  WS 200 + 8 [dd]\n",
-       {text_row("8,0", 100'000, 150'000, kNoTime, 100, 4096, Op::kRead, 0, 10, "fio", 0),
-        text_row("8,0", 200'000, 260'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync, 11, "dd", 1)},
+       {text_row("8,0", 100'000, 150'000, format::kNoTime, 100, 4096, format::Op::kRead, 0, 10, "fio", 0),
+        text_row("8,0", 200'000, 260'000, format::kNoTime, 200, 4096, format::Op::kWrite, format::flag::kSync, 11, "dd",
+                 1)},
        {"the input carries only Q, G, I, D events, no C", "2 IOs have no completion time"},
        {"not completed when the trace ended"}},
       {"D events only: issue times",
        "  8,0    0        1     0.000100000   10  D   R 100 + 8 [fio]\n"
        "  8,0    0        2     0.000200000   10  D  WS 200 + 8 [fio]\n",
-       {text_row("8,0", kNoTime, 100'000, kNoTime, 100, 4096, Op::kRead),
-        text_row("8,0", kNoTime, 200'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync)},
+       {text_row("8,0", format::kNoTime, 100'000, format::kNoTime, 100, 4096, format::Op::kRead),
+        text_row("8,0", format::kNoTime, 200'000, format::kNoTime, 200, 4096, format::Op::kWrite, format::flag::kSync)},
        {"the input carries only D events, no C", "2 IOs have no completion time"},
        {}},
       {"Q events only (blktrace -a queue): the queue time, as issue time",
@@ -638,15 +647,16 @@ TEST_CASE("blkparse: traces without C, or without D, give the IOs with the times
        "  8,0    0        2     0.000150000   10  Q   R 108 + 8 [fio]\n"
        "  8,0    0        3     0.000160000   10  M   R 108 + 8 [fio]\n"
        "  8,0    1        1     0.000200000   11  Q  WS 200 + 8 [dd]\n",
-       {text_row("8,0", kNoTime, 100'000, kNoTime, 100, 8192, Op::kRead, 0, 10, "fio", 0),
-        text_row("8,0", kNoTime, 200'000, kNoTime, 200, 4096, Op::kWrite, flag::kSync, 11, "dd", 1)},
+       {text_row("8,0", format::kNoTime, 100'000, format::kNoTime, 100, 8192, format::Op::kRead, 0, 10, "fio", 0),
+        text_row("8,0", format::kNoTime, 200'000, format::kNoTime, 200, 4096, format::Op::kWrite, format::flag::kSync,
+                 11, "dd", 1)},
        {"the input carries only Q, M events, no D or C", "2 IOs have no issue time"},
        {"never issued"}},
       {"Q and C events (a bio-based device): the queue time as issue time, the completion",
        "253,0    0        1     0.000100000   10  Q   R 100 + 8 [fio]\n"
        "253,0    1        1     0.000300000    0  C   R 100 + 8 [0]\n"
        "253,0    0        2     0.000400000   10  Q   W 500 + 8 [fio]\n",
-       {text_row("253,0", kNoTime, 100'000, 300'000, 100, 4096, Op::kRead, 0, 10, "fio", 0)},
+       {text_row("253,0", format::kNoTime, 100'000, 300'000, 100, 4096, format::Op::kRead, 0, 10, "fio", 0)},
        {"the input carries only Q, C events, no D", "1 queued bios or requests were never issued"},
        {}},
   };
@@ -683,11 +693,13 @@ TEST_CASE("blkparse: headings, an old kernel's letters and CPU blocks out of tim
              "  8,16   0        7     0.002600000  4321  Q WBS 2048 + 8 [kjournald]\n"
              "  8,16   0        8     0.002700000  4321  D WBS 2048 + 8 [kjournald]\n");
   const auto got = import_rows("blkparse", {dir.file("in.txt")}, dir.file("t.iot"));
-  const uint32_t barrier = flag::kPreflush | flag::kSync;
-  require_rows(got.rows,
-               {text_row("8,16", 100'000, 400'000, 1'000'000, 2048, 4096, Op::kWrite, barrier, 4321, "kjournald", 0),
-                text_row("8,16", 2'000'000, 2'100'000, 2'500'000, 4096, 8192, Op::kRead, flag::kReadahead, 555, "cat", 0),
-                text_row("8,16", 2'600'000, 2'700'000, 3'000'000, 2048, 4096, Op::kWrite, barrier, 4321, "kjournald", 0)});
+  const uint32_t barrier = format::flag::kPreflush | format::flag::kSync;
+  require_rows(got.rows, {text_row("8,16", 100'000, 400'000, 1'000'000, 2048, 4096, format::Op::kWrite, barrier, 4321,
+                                   "kjournald", 0),
+                          text_row("8,16", 2'000'000, 2'100'000, 2'500'000, 4096, 8192, format::Op::kRead,
+                                   format::flag::kReadahead, 555, "cat", 0),
+                          text_row("8,16", 2'600'000, 2'700'000, 3'000'000, 2048, 4096, format::Op::kWrite, barrier,
+                                   4321, "kjournald", 0)});
   CHECK(got.report.records == 11);
   CHECK(got.report.notes ==
         std::vector<std::string>{"sorted by time: 8 events came after later ones (text printed CPU by CPU?)"});
@@ -703,7 +715,7 @@ namespace {
 void write_rich_trace(const std::string& path) {
   v1::TraceHeader h;
   h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
-  TraceWriter w(path, h);
+  format::TraceWriter w(path, h);
   for (const auto& [major, minor, name] : {std::tuple<uint32_t, uint32_t, std::string>{8, 0, "sda"},
                                            {259, 1, "nvme0n1"}, {0, 0, "vol \"7\", tier 2"}}) {
     v1::Device d;
@@ -715,14 +727,14 @@ void write_rich_trace(const std::string& path) {
   int64_t t = 1'000'000'007;
   for (int i = 0; i < 500; ++i) {
     t += i % 3 ? static_cast<int64_t>(rng() % 3'000'000) : 0;  // a third tie with the IO before
-    Io io;
+    format::Io io;
     io.issue_ns = t;
-    io.queue_ns = i % 4 == 0 ? kNoTime : t - static_cast<int64_t>(rng() % 5000);
-    io.complete_ns = i % 5 == 0 ? kNoTime : t + static_cast<int64_t>(rng() % 900'000);
-    io.op = static_cast<Op>(rng() % kOpCount);
-    io.flags = static_cast<uint32_t>(rng() % (flag::kNoMerge << 1));  // any mix of the flag:: bits
+    io.queue_ns = i % 4 == 0 ? format::kNoTime : t - static_cast<int64_t>(rng() % 5000);
+    io.complete_ns = i % 5 == 0 ? format::kNoTime : t + static_cast<int64_t>(rng() % 900'000);
+    io.op = static_cast<format::Op>(rng() % format::kOpCount);
+    io.flags = static_cast<uint32_t>(rng() % (format::flag::kNoMerge << 1));  // any mix of the format::flag:: bits
     io.offset = (rng() % (1ull << 30)) * 512;
-    io.length = io.op == Op::kFlush ? 0 : (1 + rng() % 256) * 512;
+    io.length = io.op == format::Op::kFlush ? 0 : (1 + rng() % 256) * 512;
     io.device = static_cast<uint32_t>(rng() % 3);
     io.status = i % 17 == 0 ? -5 : 0;
     io.pid = static_cast<uint32_t>(rng() % 40000);
@@ -738,10 +750,10 @@ void write_rich_trace(const std::string& path) {
 // What a per-IO export carries of the device table: the devices IOs use, by
 // index, with their major, minor and name.
 std::map<uint32_t, std::tuple<uint32_t, uint32_t, std::string>> used_devices(const std::string& path) {
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   std::map<uint32_t, std::tuple<uint32_t, uint32_t, std::string>> used;
   for (auto batch = reader.next_batch(); !batch.empty(); batch = reader.next_batch())
-    for (const Io& io : batch) {
+    for (const format::Io& io : batch) {
       const v1::Device& d = reader.header().devices(static_cast<int>(io.device));
       used.try_emplace(io.device, d.major(), d.minor(), d.name());
     }
@@ -779,13 +791,13 @@ TEST_CASE("csv: importing iotape's own CSV export gives every field back", "[int
   bool flush_preflush = false;
   for (const Row& r : original) {
     seen |= r.flags;
-    flush_preflush |= r.op == Op::kFlush && (r.flags & flag::kPreflush);
+    flush_preflush |= r.op == format::Op::kFlush && (r.flags & format::flag::kPreflush);
   }
-  CHECK(seen == (flag::kNoMerge << 1) - 1);
+  CHECK(seen == (format::flag::kNoMerge << 1) - 1);
   CHECK(flush_preflush);
 
   // With a tiny sort run the rows still come back in trace order, ties included.
-  ImportOptions tiny;
+  blockevents::ImportOptions tiny;
   tiny.sort_run_ios = 7;
   tiny.spill_dir = dir.path();
   require_rows(import_rows("csv", {dir.file("exported.csv")}, dir.file("tiny.iot"), tiny).rows, original);
@@ -798,8 +810,9 @@ TEST_CASE("csv: exports from before flag_bits and device_name still import", "[i
              "cpu,source_index\n"
              "0,1,8,16,write,FWFS,4096,8192,90,100,250,0,42,\"a,b\",7,1,-1\n");
   const auto got = import_rows("csv", {dir.file("old.csv")}, dir.file("t.iot"));
-  Row want = io_row("8,16", 100, Op::kWrite, 4096, 8192, 250);
-  want.queue_ns = 90, want.flags = flag::kPreflush | flag::kFua | flag::kSync, want.pid = 42, want.comm = "a,b";
+  Row want = io_row("8,16", 100, format::Op::kWrite, 4096, 8192, 250);
+  want.queue_ns = 90, want.flags = format::flag::kPreflush | format::flag::kFua | format::flag::kSync, want.pid = 42,
+  want.comm = "a,b";
   want.cgroup = 7, want.cpu = 1, want.device_index = 1;
   require_rows(got.rows, {want});
 }
@@ -836,11 +849,11 @@ TEST_CASE("csv, jsonl: names that are not UTF-8 stay bytes in CSV and become U+F
           "[interop][jsonl]") {
   TempDir dir;
   {
-    TraceWriter w(dir.file("t.iot"), {});
+    format::TraceWriter w(dir.file("t.iot"), {});
     v1::Device d;
     d.set_name("disk\xff");
     w.add_device(d);
-    Io io;
+    format::Io io;
     io.length = 512;
     io.comm = "p\xfe";
     w.append(io);
@@ -921,12 +934,12 @@ TEST_CASE("fio-iolog: iotape's fio iolog export imports back to the same IOs at 
   // fio has no write-zeroes (written as writes) and no 'other' (left out).
   std::vector<Row> want;
   for (const Row& r : original) {
-    if (r.op == Op::kOther) continue;
+    if (r.op == format::Op::kOther) continue;
     // The export names a file after its device, or dev<index> when the name will not do.
     const std::string file =
         r.device.find(' ') == std::string::npos ? "/dev/" + r.device : "dev" + std::to_string(r.device_index);
     Row w = io_row(file, (r.issue_ns - original[0].issue_ns) / 1000 * 1000,
-                   r.op == Op::kWriteZeroes ? Op::kWrite : r.op, r.offset, r.length);
+                   r.op == format::Op::kWriteZeroes ? format::Op::kWrite : r.op, r.offset, r.length);
     want.push_back(w);
   }
   REQUIRE(back.rows.size() == want.size());
@@ -957,11 +970,11 @@ TEST_CASE("fio-iolog: fio's own --write_iolog of a job imports with fio's IO cou
   const auto got = import_rows("fio-iolog", {dir.file("job.log")}, dir.file("t.iot"));
   uint64_t got_reads = 0, got_writes = 0, flushes = 0;
   for (const Row& row : got.rows) {
-    got_reads += row.op == Op::kRead;
-    got_writes += row.op == Op::kWrite;
-    flushes += row.op == Op::kFlush;
+    got_reads += row.op == format::Op::kRead;
+    got_writes += row.op == format::Op::kWrite;
+    flushes += row.op == format::Op::kFlush;
     CHECK(row.device == file);
-    CHECK(row.length == (row.op == Op::kFlush ? row.length : 4096));
+    CHECK(row.length == (row.op == format::Op::kFlush ? row.length : 4096));
   }
   CHECK(got_reads == reads);
   CHECK(got_writes == writes);
@@ -982,13 +995,13 @@ TEST_CASE("compressed inputs: gzip, bzip2, xz and zstd import exactly like the p
       // Named without an extension on purpose: detection goes by magic bytes.
       REQUIRE(run(tool + " -c " + dir.file("plain.csv") + " > " + dir.file("packed")).exit_code == 0);
       require_rows(import_rows("systor", {dir.file("packed")}, dir.file("packed.iot")).rows, plain.rows);
-      CHECK(detect_file_format(dir.file("packed")) == "systor");
+      CHECK(convert::detect_file_format(dir.file("packed")) == "systor");
 
       // Cut short: an error with the place, never a silently shorter trace.
       const std::string packed = read_file(dir.file("packed"));
       write_file(dir.file("cut"), packed.substr(0, packed.size() / 2));
-      TraceWriter w(dir.file("cut.iot"), {});
-      CHECK_THROWS_AS(find_importer("systor")->run({dir.file("cut")}, w), TraceError);
+      format::TraceWriter w(dir.file("cut.iot"), {});
+      CHECK_THROWS_AS(convert::find_importer("systor")->run({dir.file("cut")}, w), format::TraceError);
     }
   }
   SECTION("two gzip members back to back read as one") {
@@ -1010,11 +1023,11 @@ TEST_CASE("compressed inputs: gzip, bzip2, xz and zstd import exactly like the p
 TEST_CASE("sorted spill: runs spilled to disk merge into issue-time order, ties in input order", "[interop][sort]") {
   TempDir dir;
   std::mt19937_64 rng(11);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   std::vector<std::string> names;
   for (int i = 0; i < 2000; ++i) names.push_back("p" + std::to_string(i % 13));
   for (int i = 0; i < 2000; ++i) {
-    Io io;
+    format::Io io;
     io.issue_ns = static_cast<int64_t>(rng() % 500);  // many ties
     io.offset = static_cast<uint64_t>(i);            // input order
     io.length = 512;
@@ -1022,17 +1035,18 @@ TEST_CASE("sorted spill: runs spilled to disk merge into issue-time order, ties 
     io.pid = static_cast<uint32_t>(i);
     ios.push_back(io);
   }
-  SortedSpill sorter(37, dir.path());
-  for (const Io& io : ios) sorter.add(io);
+  blockevents::SortedSpill sorter(37, dir.path());
+  for (const format::Io& io : ios) sorter.add(io);
   CHECK(sorter.spilled_runs() == 2000 / 37);
   {
-    TraceWriter w(dir.file("t.iot"), {});
+    format::TraceWriter w(dir.file("t.iot"), {});
     w.add_device({});
-    sorter.drain([&w](const Io& io) { w.append(io); });
+    sorter.drain([&w](const format::Io& io) { w.append(io); });
     w.close();
   }
   auto want = ios;
-  std::stable_sort(want.begin(), want.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+  std::stable_sort(want.begin(), want.end(),
+                   [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; });
   const auto rows = read_rows(dir.file("t.iot"));
   REQUIRE(rows.size() == want.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -1055,7 +1069,7 @@ TEST_CASE("sorted spill: an unsorted import through tiny runs equals the in-memo
             "," + std::to_string(rng() % 4) + "\n";
   write_file(dir.file("cbs.csv"), text);
   const auto memory = import_rows("tencent", {dir.file("cbs.csv")}, dir.file("m.iot"));
-  ImportOptions tiny;
+  blockevents::ImportOptions tiny;
   tiny.sort_run_ios = 10;
   tiny.spill_dir = dir.path();
   const auto spilled = import_rows("tencent", {dir.file("cbs.csv")}, dir.file("s.iot"), tiny);
@@ -1092,7 +1106,7 @@ TEST_CASE("auto: every format is recognised from its first bytes", "[interop][au
   }
   for (const auto& [file, format] : cases) {
     INFO(file);
-    CHECK(detect_file_format(file) == format);
+    CHECK(convert::detect_file_format(file) == format);
   }
 
   const auto r = run(iotape_cmd() + " import auto " + dir.file("sample1") + " -o " + dir.file("auto.iot"));
@@ -1110,7 +1124,7 @@ TEST_CASE("auto: fails clearly when unsure", "[interop][auto]") {
   write_file(dir.file("empty"), "");
   for (const std::string name : {"prose", "mixed", "empty"}) {
     INFO(name);
-    CHECK_THROWS_AS(detect_file_format(dir.file(name)), TraceError);
+    CHECK_THROWS_AS(convert::detect_file_format(dir.file(name)), format::TraceError);
     const auto r = run(iotape_cmd() + " import auto " + dir.file(name) + " -o " + dir.file("x.iot"));
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("cannot tell") != std::string::npos);

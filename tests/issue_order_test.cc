@@ -28,13 +28,14 @@ using Emitted = std::vector<std::pair<int64_t, int64_t>>;
 class ModelOrder {
  public:
   explicit ModelOrder(size_t max_ios) : max_ios_(max_ios) {}
-  void add(const Io& io) {
+  void add(const format::Io& io) {
     open_.push_back(io);
     ++held_;
   }
   void release(int64_t before_ns, Emitted* out, bool drain = false) {
     if (!open_.empty()) {
-      std::stable_sort(open_.begin(), open_.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
+      std::stable_sort(open_.begin(), open_.end(),
+                       [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; });
       runs_.push_back({std::move(open_), 0});
       open_.clear();
     }
@@ -44,7 +45,7 @@ class ModelOrder {
       for (Run& r : runs_)
         if (r.next < r.ios.size() && (!best || r.ios[r.next].issue_ns < best->ios[best->next].issue_ns)) best = &r;
       if (!best) return;
-      const Io& io = best->ios[best->next];
+      const format::Io& io = best->ios[best->next];
       if (io.issue_ns >= cutoff && held_ <= max_ios_) return;
       out->emplace_back(io.issue_ns, io.source_index);
       ++best->next;
@@ -54,12 +55,12 @@ class ModelOrder {
 
  private:
   struct Run {
-    std::vector<Io> ios;
+    std::vector<format::Io> ios;
     size_t next;
   };
   size_t max_ios_;
   size_t held_ = 0;
-  std::vector<Io> open_;
+  std::vector<format::Io> open_;
   std::vector<Run> runs_;
 };
 
@@ -68,17 +69,18 @@ class ModelOrder {
 // grows with the spread of `latency`), `poll_ns` of completions per poll.
 // Issue times are multiples of `tick_ns`, so equal times happen across polls.
 template <typename Latency>
-std::vector<std::vector<Io>> completion_polls(size_t n, int64_t gap_ns, int64_t tick_ns, int64_t poll_ns,
-                                              Latency latency, std::mt19937_64& rng) {
-  std::vector<Io> ios(n);
+std::vector<std::vector<format::Io>> completion_polls(size_t n, int64_t gap_ns, int64_t tick_ns, int64_t poll_ns,
+                                                      Latency latency, std::mt19937_64& rng) {
+  std::vector<format::Io> ios(n);
   for (size_t i = 0; i < n; ++i) {
     ios[i].issue_ns = (static_cast<int64_t>(i) * gap_ns + static_cast<int64_t>(rng() % gap_ns)) / tick_ns * tick_ns;
     ios[i].complete_ns = ios[i].issue_ns + latency(rng);
   }
-  std::stable_sort(ios.begin(), ios.end(), [](const Io& a, const Io& b) { return a.complete_ns < b.complete_ns; });
-  std::vector<std::vector<Io>> polls(1);
+  std::stable_sort(ios.begin(), ios.end(),
+                   [](const format::Io& a, const format::Io& b) { return a.complete_ns < b.complete_ns; });
+  std::vector<std::vector<format::Io>> polls(1);
   int64_t poll_end = ios.empty() ? 0 : ios[0].complete_ns + poll_ns;
-  for (const Io& io : ios) {
+  for (const format::Io& io : ios) {
     while (io.complete_ns >= poll_end) {
       polls.emplace_back();
       poll_end += poll_ns;
@@ -87,21 +89,21 @@ std::vector<std::vector<Io>> completion_polls(size_t n, int64_t gap_ns, int64_t 
   }
   int64_t arrival = 0;
   for (auto& p : polls)
-    for (Io& io : p) io.source_index = arrival++;
+    for (format::Io& io : p) io.source_index = arrival++;
   return polls;
 }
 
 // Feeds `polls` to IssueOrder and to the model, releasing after each poll
 // what was issued `window_ns` before its last completion, and checks both
 // emit the same IOs in the same order.
-void check_against_model(const std::vector<std::vector<Io>>& polls, int64_t window_ns, size_t max_ios) {
+void check_against_model(const std::vector<std::vector<format::Io>>& polls, int64_t window_ns, size_t max_ios) {
   capture::IssueOrder order(max_ios);
   ModelOrder model(max_ios);
   Emitted got, want;
-  const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
+  const observer::IoSink emit = [&](const format::Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
   size_t total = 0;
   for (const auto& poll : polls) {
-    for (const Io& io : poll) {
+    for (const format::Io& io : poll) {
       order.add(io);
       model.add(io);
     }
@@ -125,12 +127,12 @@ int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
 
 // For each poll, the oldest issue time among the IOs that complete after it
 // (INT64_MAX when none): what a back end reports as outstanding then.
-std::vector<int64_t> outstanding_after(const std::vector<std::vector<Io>>& polls) {
+std::vector<int64_t> outstanding_after(const std::vector<std::vector<format::Io>>& polls) {
   std::vector<int64_t> out(polls.size(), INT64_MAX);
   int64_t oldest = INT64_MAX;
   for (size_t p = polls.size(); p-- > 0;) {
     out[p] = oldest;
-    for (const Io& io : polls[p]) oldest = std::min(oldest, io.issue_ns);
+    for (const format::Io& io : polls[p]) oldest = std::min(oldest, io.issue_ns);
   }
   return out;
 }
@@ -149,17 +151,18 @@ TEST_CASE("IssueOrder, drained at the end, emits a stable sort of every IO by is
                                         latency, rng);
     capture::IssueOrder order(SIZE_MAX);
     Emitted got, want;
-    const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
-    std::vector<Io> all;
+    const observer::IoSink emit = [&](const format::Io& io) { got.emplace_back(io.issue_ns, io.source_index); };
+    std::vector<format::Io> all;
     for (const auto& poll : polls) {
-      for (const Io& io : poll) order.add(io);
+      for (const format::Io& io : poll) order.add(io);
       all.insert(all.end(), poll.begin(), poll.end());
       order.release(INT64_MIN, emit);
       REQUIRE(got.empty());
     }
     order.release(0, emit, true);
-    std::stable_sort(all.begin(), all.end(), [](const Io& a, const Io& b) { return a.issue_ns < b.issue_ns; });
-    for (const Io& io : all) want.emplace_back(io.issue_ns, io.source_index);
+    std::stable_sort(all.begin(), all.end(),
+                     [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; });
+    for (const format::Io& io : all) want.emplace_back(io.issue_ns, io.source_index);
     INFO("round " << round << ", " << n << " IOs in " << polls.size() << " polls");
     REQUIRE(got == want);
   }
@@ -202,11 +205,11 @@ TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothi
     const std::vector<int64_t> outstanding = outstanding_after(polls);
     const int64_t cap = uniform(rng, 20'000'000, 200'000'000);
     capture::IssueOrder order(SIZE_MAX);
-    std::vector<Io> got;
-    const observer::IoSink emit = [&](const Io& io) { got.push_back(io); };
-    std::vector<Io> all;
+    std::vector<format::Io> got;
+    const observer::IoSink emit = [&](const format::Io& io) { got.push_back(io); };
+    std::vector<format::Io> all;
     for (size_t p = 0; p < polls.size(); ++p) {
-      for (const Io& io : polls[p]) order.add(io);
+      for (const format::Io& io : polls[p]) order.add(io);
       all.insert(all.end(), polls[p].begin(), polls[p].end());
       if (polls[p].empty()) continue;
       const int64_t cutoff = std::max(outstanding[p], polls[p].back().complete_ns - cap);
@@ -219,7 +222,7 @@ TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothi
     // Late: issued before an IO written earlier. Only an IO in flight longer than the cap may be.
     int64_t newest = INT64_MIN;
     uint64_t late = 0, late_within_cap = 0;
-    for (const Io& io : got) {
+    for (const format::Io& io : got) {
       if (io.issue_ns < newest) {
         ++late;
         late_within_cap += io.complete_ns - io.issue_ns <= cap;
@@ -233,38 +236,38 @@ TEST_CASE("IssueOrder released at the oldest outstanding issue time writes nothi
 
 TEST_CASE("IssueOrder's earliest completion covers every held IO, the open run too", "[issue_order]") {
   capture::IssueOrder order(SIZE_MAX);
-  const observer::IoSink ignore = [](const Io&) {};
-  CHECK(order.earliest_completion() == kNoTime);
+  const observer::IoSink ignore = [](const format::Io&) {};
+  CHECK(order.earliest_completion() == format::kNoTime);
   auto add = [&](int64_t issue, int64_t complete) {
-    Io io;
+    format::Io io;
     io.issue_ns = issue;
     io.complete_ns = complete;
     order.add(io);
   };
   add(10, 500);
   add(20, 90);
-  add(30, kNoTime);  // recorded without a completion
+  add(30, format::kNoTime);  // recorded without a completion
   order.seal();
   CHECK(order.earliest_completion() == 90);
   order.release(25, ignore);  // 10 and 20 go out
   CHECK(order.held() == 1);
-  CHECK(order.earliest_completion() == kNoTime);
+  CHECK(order.earliest_completion() == format::kNoTime);
   add(40, 70);  // not sealed yet
   CHECK(order.earliest_completion() == 70);
   order.release(0, ignore, true);
-  CHECK(order.earliest_completion() == kNoTime);
+  CHECK(order.earliest_completion() == format::kNoTime);
 }
 
 TEST_CASE("IssueOrder keeps process names after the caller's buffer changes", "[issue_order]") {
   capture::IssueOrder order(SIZE_MAX);
   std::vector<std::string> got;
-  const observer::IoSink emit = [&](const Io& io) { got.emplace_back(io.comm); };
+  const observer::IoSink emit = [&](const format::Io& io) { got.emplace_back(io.comm); };
   char event[16];  // reused for every IO, as a capture's event buffer is
   const char* names[] = {"fio", "fio", "kworker/0:1H", "", "fio", "fi", "fio2", "fio2", "fio"};
   int64_t t = 0;
   for (const char* name : names) {
     std::snprintf(event, sizeof event, "%s", name);
-    Io io;
+    format::Io io;
     io.issue_ns = t++;
     io.comm = std::string_view(event, std::strlen(event));
     order.add(io);
@@ -285,7 +288,7 @@ TEST_CASE("IssueOrder CPU time per IO", "[.bench]") {
   std::vector<std::array<char, 16>> events;
   events.reserve(2'000'000);
   for (auto& poll : polls)
-    for (Io& io : poll) {
+    for (format::Io& io : poll) {
       auto& e = events.emplace_back();
       std::strncpy(e.data(), rng() % 50 ? "fio" : "kworker/1:1H", e.size());
       io.comm = std::string_view(e.data(), std::strlen(e.data()));
@@ -296,13 +299,13 @@ TEST_CASE("IssueOrder CPU time per IO", "[.bench]") {
   for (int rep = 0; rep < 5; ++rep) {
     capture::IssueOrder order(size_t{1} << 20);
     int64_t sum = 0;
-    const observer::IoSink emit = [&](const Io& io) { sum += io.issue_ns; };
+    const observer::IoSink emit = [&](const format::Io& io) { sum += io.issue_ns; };
     timespec t0, t1;
     rusage r0, r1;
     getrusage(RUSAGE_THREAD, &r0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (size_t p = 0; p < polls.size(); ++p) {
-      for (const Io& io : polls[p]) order.add(io);
+      for (const format::Io& io : polls[p]) order.add(io);
       order.release(outstanding[p], emit);
     }
     order.release(0, emit, true);

@@ -27,10 +27,10 @@
 
 #include "capture/issue_order.h"
 #include "capture/recorder.h"
+#include "format/reader.h"
 #include "host/clocks.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
-#include "format/reader.h"
 
 namespace iotape::test {
 namespace {
@@ -209,15 +209,15 @@ struct TraceContents {
   uint64_t dropped = 0;
   uint64_t without_completion = 0;  // IOs of the device recorded without a completion time
   uint64_t uncompleted = 0;         // what the capture says it recorded so (capture.uncompleted_ios)
-  std::vector<Io> all;     // with comm copied out below
+  std::vector<format::Io> all;      // with comm copied out below
   std::vector<std::string> comms;
 };
 
 TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, uint32_t minor) {
-  TraceReader reader(paths);
+  format::TraceReader reader(paths);
   TraceContents t;
   int dev = -1;
-  Io io;
+  format::Io io;
   while (reader.next(io)) {
     if (dev < 0)
       for (int i = 0; i < reader.header().devices_size(); ++i)
@@ -227,16 +227,16 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
     t.comms.emplace_back(io.comm);
     t.without_completion += static_cast<int>(io.device) == dev && !io.has_complete();
     if (static_cast<int>(io.device) != dev) continue;
-    if (io.op == Op::kWrite && io.length == 0 && (io.flags & flag::kPreflush)) {
+    if (io.op == format::Op::kWrite && io.length == 0 && (io.flags & format::flag::kPreflush)) {
       ++t.empty_preflush_writes;
       continue;
     }
-    t.flushes += io.op == Op::kFlush;
-    if (io.op != Op::kRead && io.op != Op::kWrite) {
+    t.flushes += io.op == format::Op::kFlush;
+    if (io.op != format::Op::kRead && io.op != format::Op::kWrite) {
       ++t.other_ops;
       continue;
     }
-    const int w = io.op == Op::kWrite;
+    const int w = io.op == format::Op::kWrite;
     ++t.totals.ios[w];
     t.totals.bytes[w] += io.length;
     t.ios.emplace_back(w, io.offset, io.length);
@@ -245,7 +245,7 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
   t.dropped = reader.dropped_events();
   // The capture's closing counts are in the last part: in its index, or in its
   // header when nothing was written to it before the end.
-  TraceReader last(paths.back());
+  format::TraceReader last(paths.back());
   REQUIRE(last.index());
   for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
     if (const auto it = m->find("capture.uncompleted_ios"); it != m->end()) t.uncompleted = std::stoull(it->second);
@@ -286,13 +286,14 @@ void check_exact(const TraceContents& t, const FioRun& fio, const BlockStat& bef
   uint64_t bad_pid = 0, bad_comm = 0, bad_order = 0;
   std::string first_bad_pid;
   for (size_t i = 0; i < t.all.size(); ++i) {
-    const Io& io = t.all[i];
+    const format::Io& io = t.all[i];
     if (!submitters) {
       bad_pid += io.pid != 0 || !t.comms[i].empty();
       bad_order += io.has_queue() || !io.has_complete() || io.issue_ns > io.complete_ns;
       continue;
     }
-    if (io.op != Op::kRead && io.op != Op::kWrite) continue;  // flushes are the kernel's, without a submitter
+    if (io.op != format::Op::kRead && io.op != format::Op::kWrite)
+      continue;  // flushes are the kernel's, without a submitter
     if (io.pid != static_cast<uint32_t>(fio.pid) && bad_pid++ == 0)
       first_bad_pid = "pid " + std::to_string(io.pid) + " comm " + t.comms[i] + " length " + std::to_string(io.length);
     // io_uring may run a blocking fsync on its worker thread, named after the
@@ -385,11 +386,11 @@ Process paced_fio(const TempDir& dir, const LoopDevice& loop, int depth, int run
 }
 
 // The IOs of a trace by what they are, each with its completion time.
-std::map<IoKey, int64_t> trace_keys(const std::string& path, ReadStatus* status = nullptr) {
-  TraceReader reader(path);
+std::map<IoKey, int64_t> trace_keys(const std::string& path, format::ReadStatus* status = nullptr) {
+  format::TraceReader reader(path);
   std::map<IoKey, int64_t> keys;
-  Io io;
-  while (reader.next(io)) keys.emplace(IoKey{io.op == Op::kWrite, io.offset, io.length}, io.complete_ns);
+  format::Io io;
+  while (reader.next(io)) keys.emplace(IoKey{io.op == format::Op::kWrite, io.offset, io.length}, io.complete_ns);
   if (status) *status = reader.status();
   return keys;
 }
@@ -423,7 +424,7 @@ Loss loss_before(const std::vector<FioCompletion>& fio, const std::map<IoKey, in
     if (c.by_ns > until) continue;
     ++l.completed;
     if (const auto it = trace.find(c.key); it != trace.end()) {
-      if (it->second == kNoTime) {
+      if (it->second == format::kNoTime) {
         ++l.uncompleted;
         continue;
       }
@@ -498,7 +499,7 @@ DurableStates record_durable_states(const std::string& backend, const std::strin
   o.devices = {device};
   o.backend = backend;
   o.output.path = path;
-  o.output.writer.durability = Durability::kFdatasync;
+  o.output.writer.durability = format::Durability::kFdatasync;
   o.output.writer.flush_interval_ns = kFlushInterval;
   o.output.writer.zstd_level = 1;
   DurableStates out;
@@ -554,7 +555,7 @@ int64_t check_durable_states(const DurableStates& c, const std::vector<FioComple
     REQUIRE(s.file.size() >= s.bytes);
     const std::string image = dir.file("durable.iot");
     write_file(image, s.file.substr(0, s.bytes));
-    ReadStatus status;
+    format::ReadStatus status;
     const Loss l = loss_before(fio, trace_keys(image, &status), until);
     INFO("state " << i << " of " << c.states.size() << ": " << s.bytes << " bytes, " << l.completed
                   << " IOs completed before the next, " << l.missing << " missing, " << l.uncompleted
@@ -577,10 +578,10 @@ int64_t check_durable_states(const DurableStates& c, const std::vector<FioComple
 TEST_CASE("IssueOrder releases completed IOs in issue order before the cutoff", "[record]") {
   capture::IssueOrder order(1000);
   std::vector<int64_t> out;
-  const observer::IoSink emit = [&](const Io& io) { out.push_back(io.issue_ns); };
+  const observer::IoSink emit = [&](const format::Io& io) { out.push_back(io.issue_ns); };
   auto add = [&](std::initializer_list<int64_t> issues) {
     for (int64_t t : issues) {
-      Io io;
+      format::Io io;
       io.issue_ns = t;
       io.comm = "x";
       order.add(io);
@@ -600,7 +601,7 @@ TEST_CASE("IssueOrder releases completed IOs in issue order before the cutoff", 
   capture::IssueOrder bounded(2);
   out.clear();
   for (int64_t t : {3, 1, 2, 4}) {
-    Io io;
+    format::Io io;
     io.issue_ns = t;
     bounded.add(io);
   }
@@ -614,7 +615,7 @@ TEST_CASE("IssueOrder releases completed IOs in issue order before the cutoff", 
   for (int64_t poll = 0; poll < 2000; ++poll) {
     for (int i = 0; i < 7; ++i) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      Io io;
+      format::Io io;
       io.issue_ns = poll * 10 - static_cast<int64_t>((seed >> 33) % 80);
       many.add(io);
       ++added;
@@ -727,8 +728,9 @@ void back_ends_agree_test(const std::string& blk_events, int fsync_every = 0) {
   auto seen = [](const TraceContents& t) {
     std::map<IoKey, std::vector<Seen>> m;
     for (size_t i = 0; i < t.all.size(); ++i) {
-      const Io& io = t.all[i];
-      m[{io.op == Op::kWrite, io.offset, io.length}].push_back({io.issue_ns, io.complete_ns, io.pid, t.comms[i]});
+      const format::Io& io = t.all[i];
+      m[{io.op == format::Op::kWrite, io.offset, io.length}].push_back(
+          {io.issue_ns, io.complete_ns, io.pid, t.comms[i]});
     }
     return m;
   };
@@ -772,7 +774,7 @@ TEST_CASE("the header describes the capture, --anonymize hides names", "[record]
   struct stat st;
   REQUIRE(::stat(dir.file("t.iot").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  TraceReader reader(dir.file("t.iot"));
+  format::TraceReader reader(dir.file("t.iot"));
   const auto& h = reader.header();
   CHECK(h.source() == v1::SOURCE_EBPF);
   CHECK(h.clock() == v1::CLOCK_DOMAIN_BOOTTIME);
@@ -794,7 +796,7 @@ TEST_CASE("the header describes the capture, --anonymize hides names", "[record]
     REQUIRE(h.metadata().count("host.cpu_idle") == 1);
     CHECK(h.metadata().at("host.cpu_idle").rfind("driver " + name + ", governor ", 0) == 0);
   }
-  Io io;
+  format::Io io;
   uint64_t dd = 0;
   while (reader.next(io)) {
     CHECK(io.comm != "dd");
@@ -851,7 +853,7 @@ TEST_CASE("rotation writes numbered parts that read as one trace", "[record][ebp
   REQUIRE(parts.size() >= 3);
   std::string id;
   for (size_t i = 0; i < parts.size(); ++i) {
-    TraceReader one(parts[i]);
+    format::TraceReader one(parts[i]);
     CHECK(one.header().part() == i);
     if (i == 0) id = one.header().trace_id();
     CHECK(one.header().trace_id() == id);
@@ -874,9 +876,9 @@ TEST_CASE("record: --comm keeps only the IOs of that submitter", "[record][ebpf]
                 .exit_code == 0);
     REQUIRE(run("dd if=" + loop.path() + " of=/dev/null bs=8k count=10 iflag=direct").exit_code == 0);
     REQUIRE(rec.stop(SIGINT) == 0);
-    TraceReader reader(dir.file("t.iot"));
+    format::TraceReader reader(dir.file("t.iot"));
     uint64_t ios = 0, not_dd = 0;
-    Io io;
+    format::Io io;
     while (reader.next(io)) {
       ++ios;
       not_dd += io.comm != "dd" || io.length != 8192;
@@ -898,13 +900,13 @@ TEST_CASE("SIGKILL mid-capture leaves a trace readable up to the last flush", "[
   std::this_thread::sleep_for(std::chrono::milliseconds(4000));
   CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
   REQUIRE(fio.wait() == 0);
-  TraceReader reader(dir.file("t.iot"));
+  format::TraceReader reader(dir.file("t.iot"));
   uint64_t ios = 0;
-  Io io;
+  format::Io io;
   uint64_t other = 0;
   while (reader.next(io)) {
     ++ios;
-    other += io.op != Op::kRead;
+    other += io.op != format::Op::kRead;
   }
   CHECK(other == 0);
   CHECK_FALSE(reader.status().damaged);
@@ -938,9 +940,9 @@ TEST_CASE("a full file system ends the capture with a valid trace", "[record]") 
   REQUIRE_FALSE(rec.process().running());
   CHECK(rec.process().wait() == 3);  // the documented exit status for an unwritable output
   CHECK(log.find("No space left on device") != std::string::npos);
-  TraceReader reader(mnt + "/t.iot");
+  format::TraceReader reader(mnt + "/t.iot");
   uint64_t ios = 0;
-  Io io;
+  format::Io io;
   while (reader.next(io)) ++ios;
   CHECK_FALSE(reader.status().damaged);
   CHECK(ios > 0);
@@ -990,7 +992,7 @@ TEST_CASE("SIGKILL loses at most the IOs of the last flush interval plus 0.1 s",
     const int64_t killed_at = host::boottime_ns();
     CHECK(rec.stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(fio.wait() == 0);
-    ReadStatus status;
+    format::ReadStatus status;
     const std::map<IoKey, int64_t> trace = trace_keys(dir.file("t.iot"), &status);
     CHECK_FALSE(status.damaged);
     const std::vector<FioCompletion> fio_ios = read_fio_completions(dir.file("paced_clat.1.log"));
@@ -1040,8 +1042,8 @@ TEST_CASE("a power loss at any moment loses at most the last flush interval plus
          "from a durable state completed " << worst / 1e6 << " ms before the next state (bound "
          << kDurableWithin / 1e6 << " ms)");
     CHECK(worst <= kDurableWithin);
-    TraceReader reader(dir.file("t.iot"));
-    Io io;
+    format::TraceReader reader(dir.file("t.iot"));
+    format::Io io;
     while (reader.next(io)) {
     }
     CHECK(reader.late_ios() == 0);  // the in-flight tables bound what can still come: nothing out of order
@@ -1126,12 +1128,12 @@ TEST_CASE("a stuck request is written late and holds back no other IO", "[record
     });
     INFO(read_file(dir.file("dd.log")));
     const int64_t worst = check_durable_states(c, read_fio_completions(dir.file("paced_clat.1.log")), dir);
-    TraceReader reader(dir.file("t.iot"));
-    Io io;
+    format::TraceReader reader(dir.file("t.iot"));
+    format::Io io;
     uint64_t stuck = 0;
     int64_t stuck_latency = 0;
     while (reader.next(io))
-      if (io.op == Op::kWrite && io.offset == kStuckOffset && io.length == 4096) {
+      if (io.op == format::Op::kWrite && io.offset == kStuckOffset && io.length == 4096) {
         ++stuck;
         stuck_latency = io.complete_ns - io.issue_ns;
       }
@@ -1231,14 +1233,22 @@ struct DeviceTally {
 // The IOs of `t` completed between the two readings of the counters.
 DeviceTally tally(const TraceContents& t, const QuietStat& before, const QuietStat& after) {
   DeviceTally d;
-  for (const Io& io : t.all) {
+  for (const format::Io& io : t.all) {
     if (io.complete_ns < before.at_ns || io.complete_ns > after.at_ns) continue;
     switch (io.op) {
-      case Op::kRead: ++d.reads, d.read_bytes += io.length; break;
-      case Op::kWrite:
-      case Op::kWriteZeroes: ++d.writes, d.write_bytes += io.length; break;
-      case Op::kDiscard: ++d.discards, d.discard_bytes += io.length; break;
-      case Op::kFlush: ++d.flushes; break;
+      case format::Op::kRead:
+        ++d.reads, d.read_bytes += io.length;
+        break;
+      case format::Op::kWrite:
+      case format::Op::kWriteZeroes:
+        ++d.writes, d.write_bytes += io.length;
+        break;
+      case format::Op::kDiscard:
+        ++d.discards, d.discard_bytes += io.length;
+        break;
+      case format::Op::kFlush:
+        ++d.flushes;
+        break;
       default: break;
     }
   }
@@ -1265,7 +1275,7 @@ void check_against_stat(const TraceContents& t, const QuietStat& quiet_before, c
 
 // The capture's closing count of completions it could not place.
 uint64_t unmatched_completions(const std::string& path) {
-  TraceReader last(path);
+  format::TraceReader last(path);
   REQUIRE(last.index());
   for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
     if (const auto it = m->find("capture.unmatched_completions"); it != m->end()) return std::stoull(it->second);
@@ -1280,15 +1290,16 @@ using Request = std::tuple<char, uint64_t, uint64_t>;
 std::vector<std::pair<Request, int64_t>> issued_requests(const TraceContents& t, const QuietStat& before,
                                                          const QuietStat& after) {
   std::vector<std::pair<Request, int64_t>> out;
-  for (const Io& io : t.all) {
-    if (!io.has_complete() || (io.op == Op::kWrite && io.length == 0)) continue;  // an empty write is never issued
+  for (const format::Io& io : t.all) {
+    if (!io.has_complete() || (io.op == format::Op::kWrite && io.length == 0))
+      continue;  // an empty write is never issued
     if (io.complete_ns < before.at_ns || io.complete_ns > after.at_ns) continue;
-    const char op = io.op == Op::kRead      ? 'R'
-                    : io.op == Op::kWrite   ? 'W'
-                    : io.op == Op::kDiscard ? 'D'
-                    : io.op == Op::kFlush   ? 'N'
-                                            : '?';
-    out.push_back({{op, io.op == Op::kFlush ? 0 : io.offset, io.length}, io.complete_ns - io.issue_ns});
+    const char op = io.op == format::Op::kRead      ? 'R'
+                    : io.op == format::Op::kWrite   ? 'W'
+                    : io.op == format::Op::kDiscard ? 'D'
+                    : io.op == format::Op::kFlush   ? 'N'
+                                                    : '?';
+    out.push_back({{op, io.op == format::Op::kFlush ? 0 : io.offset, io.length}, io.complete_ns - io.issue_ns});
   }
   return out;
 }
@@ -1324,7 +1335,8 @@ TEST_CASE("both back ends record a file system's IO exactly as the device counts
   // One by one: the same requests, with the same submitters.
   auto keyed = [](const TraceContents& t) {
     std::multiset<std::tuple<int, uint64_t, uint64_t, uint32_t, uint32_t>> s;
-    for (const Io& io : t.all) s.emplace(static_cast<int>(io.op), io.offset, io.length, io.flags & flag::kPreflush, io.pid);
+    for (const format::Io& io : t.all)
+      s.emplace(static_cast<int>(io.op), io.offset, io.length, io.flags & format::flag::kPreflush, io.pid);
     return s;
   };
   const auto ek = keyed(e), bk = keyed(b);

@@ -24,15 +24,15 @@
 #include <tuple>
 
 #include "analysis/accumulators.h"
+#include "format/reader.h"
+#include "format/writer.h"
+#include "host/cpu_idle.h"
 #include "replay/dependency.h"
 #include "replay/fidelity.h"
 #include "replay/options.h"
 #include "replay/schedule.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
-#include "host/cpu_idle.h"
-#include "format/reader.h"
-#include "format/writer.h"
 #include "units/units.h"
 
 using namespace iotape;
@@ -46,7 +46,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-void write_trace(const std::string& path, const std::vector<Io>& ios, uint64_t device_size,
+void write_trace(const std::string& path, const std::vector<format::Io>& ios, uint64_t device_size,
                  const std::map<std::string, std::string>& metadata = {}) {
   v1::TraceHeader h;
   for (const auto& [k, v] : metadata) (*h.mutable_metadata())[k] = v;
@@ -57,15 +57,15 @@ void write_trace(const std::string& path, const std::vector<Io>& ios, uint64_t d
   d->set_minor(16);
   d->set_name("sdb");
   d->set_size_bytes(device_size);
-  TraceWriter w(path, h);
+  format::TraceWriter w(path, h);
   for (const auto& io : ios) w.append(io);
   w.close();
 }
 
-std::vector<Io> read_all(const std::string& path) {
-  TraceReader r(path);
-  std::vector<Io> out;
-  Io io;
+std::vector<format::Io> read_all(const std::string& path) {
+  format::TraceReader r(path);
+  std::vector<format::Io> out;
+  format::Io io;
   while (r.next(io)) {
     io.comm = {};
     out.push_back(io);
@@ -73,8 +73,8 @@ std::vector<Io> read_all(const std::string& path) {
   return out;
 }
 
-Io make_io(int64_t t, Op op, uint64_t offset, uint64_t length, int64_t latency = 100'000) {
-  Io io;
+format::Io make_io(int64_t t, format::Op op, uint64_t offset, uint64_t length, int64_t latency = 100'000) {
+  format::Io io;
   io.issue_ns = t;
   io.complete_ns = t + latency;
   io.op = op;
@@ -110,11 +110,14 @@ struct Undo {
   ~Undo() { undo(); }
 };
 
-char op_letter(Op op) {
+char op_letter(format::Op op) {
   switch (op) {
-    case Op::kRead: return 'R';
-    case Op::kWrite: return 'W';
-    case Op::kDiscard: return 'D';
+    case format::Op::kRead:
+      return 'R';
+    case format::Op::kWrite:
+      return 'W';
+    case format::Op::kDiscard:
+      return 'D';
     default: return 'N';
   }
 }
@@ -146,7 +149,7 @@ std::array<double, 8> qd_shares(const std::vector<std::pair<int64_t, int64_t>>& 
 
 // The queue depths of IOs as the fidelity summary records them:
 // "fidelity.*_qd_buckets" and "fidelity.*_qd_mean".
-std::pair<std::string, std::string> qd_metadata(const std::vector<Io>& ios) {
+std::pair<std::string, std::string> qd_metadata(const std::vector<format::Io>& ios) {
   std::vector<std::pair<int64_t, int64_t>> times;
   for (const auto& io : ios) times.emplace_back(io.issue_ns, io.complete_ns);
   const auto [b, sum] = qd_counts(times);
@@ -163,7 +166,7 @@ TEST_CASE("the schedule is absolute: due times follow recorded times, never earl
   int64_t due, idle;
   tl.add(1000, 2000, due, idle);
   CHECK(due == 0);
-  tl.add(1'000'000'000, kNoTime, due, idle);
+  tl.add(1'000'000'000, format::kNoTime, due, idle);
   CHECK(due == 499'999'500);
   o.max_idle_ns = 1000;
   replay::Timeline capped(o);
@@ -174,14 +177,15 @@ TEST_CASE("the schedule is absolute: due times follow recorded times, never earl
 
 TEST_CASE("replay: --events queue schedules by queue time where the trace has one") {
   TempDir dir;
-  std::vector<Io> ios = {make_io(1'000'000, Op::kRead, 0, 4096), make_io(2'000'000, Op::kRead, 4096, 4096)};
+  std::vector<format::Io> ios = {make_io(1'000'000, format::Op::kRead, 0, 4096),
+                                 make_io(2'000'000, format::Op::kRead, 4096, 4096)};
   ios[0].queue_ns = 500'000;
   ios[1].queue_ns = 1'900'000;
   write_trace(dir.file("q.iotape"), ios, kMiB);
   for (auto [events, second_due] : {std::pair{replay::EventTime::kIssue, 1'000'000}, {replay::EventTime::kQueue, 1'400'000}}) {
     replay::ReplayOptions o;
     o.events = events;
-    TraceReader r(dir.file("q.iotape"));
+    format::TraceReader r(dir.file("q.iotape"));
     replay::DeviceMap map(r.header(), 1, o);
     std::vector<replay::Target> none;
     replay::Placement place(map, none, replay::Fit::kFail, {});
@@ -198,12 +202,13 @@ TEST_CASE("replay: --events queue schedules by queue time where the trace has on
 
 TEST_CASE("replay: --window replays a part of the trace, scheduled from the window's first IO") {
   TempDir dir;
-  std::vector<Io> ios;
-  for (int i = 0; i < 10; ++i) ios.push_back(make_io(5'000'000 + i * 1'000'000ll, Op::kRead, i * 4096ull, 4096));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 10; ++i)
+    ios.push_back(make_io(5'000'000 + i * 1'000'000ll, format::Op::kRead, i * 4096ull, 4096));
   write_trace(dir.file("w.iotape"), ios, kMiB);
   replay::ReplayOptions o;
   o.window = units::parse_window("2ms..5ms", "--window");  // IOs 2, 3 and 4
-  TraceReader r(dir.file("w.iotape"));
+  format::TraceReader r(dir.file("w.iotape"));
   replay::DeviceMap map(r.header(), 1, o);
   replay::Placement place(map, {}, replay::Fit::kFail, {});
   replay::Schedule schedule(r, place, o);
@@ -246,18 +251,18 @@ TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts
     io.source_index = i;
     io.rec_time_ns = t;
     io.rec_complete_ns = rng() % 10 == 0 ? t : t + static_cast<int64_t>(rng() % 40) * 1000;
-    Io rec;
+    format::Io rec;
     rec.issue_ns = io.rec_time_ns;
     rec.complete_ns = io.rec_complete_ns;
     if (i % 50 == 7) {  // an fsync's empty write the device never saw: outstanding for nobody
-      rec.op = Op::kWrite;
+      rec.op = format::Op::kWrite;
       rec.length = 0;
-      rec.flags = flag::kPreflush;
+      rec.flags = format::flag::kPreflush;
       rec.queue_ns = rec.issue_ns;
       rec.complete_ns = io.rec_complete_ns = t + 30'000;
       io.rec_never_issued = true;
     }
-    fidelity.add(io, Io{}, 0, 0, 1);
+    fidelity.add(io, format::Io{}, 0, 0, 1);
     qd.add(rec);
     completions.emplace_back(io.rec_complete_ns, i);
   }
@@ -286,9 +291,9 @@ TEST_CASE("replay fidelity: busy time counts no time for an fsync's empty write 
     io.rec_time_ns = start;
     io.rec_complete_ns = end;
     io.rec_never_issued = never_issued;
-    Io replayed;
-    replayed.op = never_issued ? Op::kWrite : Op::kRead;
-    replayed.flags = never_issued ? flag::kPreflush : 0;
+    format::Io replayed;
+    replayed.op = never_issued ? format::Op::kWrite : format::Op::kRead;
+    replayed.flags = never_issued ? format::flag::kPreflush : 0;
     replayed.queue_ns = replayed.issue_ns = start;
     replayed.complete_ns = end;
     replayed.length = never_issued ? 0 : 4096;
@@ -322,19 +327,19 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
   TempDir dir;
   LoopDevice loop(64 * kMiB);
   std::mt19937_64 rng(7);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   std::multiset<std::tuple<char, uint64_t, uint64_t>> expected;
   int64_t t = 1'000'000;
   for (int i = 0; i < 600; ++i) {
-    const Op op = i % 10 == 9 ? Op::kDiscard : i % 3 == 0 ? Op::kWrite : Op::kRead;
+    const format::Op op = i % 10 == 9 ? format::Op::kDiscard : i % 3 == 0 ? format::Op::kWrite : format::Op::kRead;
     const uint64_t len = 4096ull << (rng() % 5);
     const uint64_t off = (rng() % (60 * kMiB)) / 4096 * 4096;
     ios.push_back(make_io(t, op, off, len));
-    if (i % 50 == 7) ios.back().flags |= flag::kFua;
+    if (i % 50 == 7) ios.back().flags |= format::flag::kFua;
     expected.emplace(op_letter(op), off, len);
     t += 20'000 + static_cast<int64_t>(rng() % 50'000);
   }
-  ios.push_back(make_io(t, Op::kFlush, 0, 0));
+  ios.push_back(make_io(t, format::Op::kFlush, 0, 0));
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 64 * kMiB);
   test::run("udevadm settle");
@@ -365,7 +370,7 @@ TEST_CASE("a replay issues the trace's reads, writes and discards on the device"
     CHECK(out[i].length == ios[i].length);
     CHECK(out[i].complete_ns >= out[i].issue_ns);
   }
-  TraceReader rr(result);
+  format::TraceReader rr(result);
   CHECK(rr.header().source() == v1::SOURCE_REPLAY);
   CHECK(rr.header().metadata().at("replay.source_sha256").size() == 64);
   CHECK(rr.header().metadata().at("replay.times") == "user");
@@ -391,12 +396,12 @@ TEST_CASE("replay: --qd recorded reproduces the recorded queue depth on a faster
   // Bursts of 1..40 reads recorded at one instant, each taking 2 ms on the
   // recording device, far slower than a tmpfs loop device.
   std::mt19937_64 rng(11);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   int64_t t = 0;
   while (ios.size() < 4000) {
     const int burst = 1 + static_cast<int>(rng() % 40);
     for (int k = 0; k < burst; ++k)
-      ios.push_back(make_io(t, Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 2'000'000));
+      ios.push_back(make_io(t, format::Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 2'000'000));
     t += 2'000'000 + static_cast<int64_t>(rng() % 1'000'000);
   }
   std::vector<std::pair<int64_t, int64_t>> recorded;
@@ -421,7 +426,7 @@ TEST_CASE("replay: --qd recorded reproduces the recorded queue depth on a faster
       }
       // The summary counts each burst's IOs as they were submitted together:
       // the replayer's queue depth, within a point of the device's.
-      TraceReader rr(result);
+      format::TraceReader rr(result);
       const auto& meta = rr.header().metadata();  // a short result: everything is in the header
       std::istringstream buckets(meta.at("fidelity.replayed_qd_buckets"));
       const auto device = qd_counts(replayed).first;
@@ -447,9 +452,9 @@ TEST_CASE("replay: IOs due at once reach the device without waiting in a plug", 
   TempDir dir;
   LoopDevice loop(256 * kMiB);
   std::mt19937_64 rng(17);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   for (int i = 0; i < 20000; ++i)
-    ios.push_back(make_io(i * 1'000, Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 20'000));
+    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 20'000));
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 256 * kMiB);
   test::run("udevadm settle");
@@ -472,7 +477,8 @@ TEST_CASE("unsafe targets and writes without --allow-write are refused, untouche
   if (!test::require_root("attach loop devices and mount")) return;
   TempDir dir;
   const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
-  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), make_io(50'000, Op::kRead, 8192, 4096)}, 16 * kMiB);
+  write_trace(trace, {make_io(0, format::Op::kWrite, 0, 4096), make_io(50'000, format::Op::kRead, 8192, 4096)},
+              16 * kMiB);
 
   SECTION("no --allow-write") {
     LoopDevice loop(16 * kMiB);
@@ -534,8 +540,8 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   const std::string dev = attach.output.substr(0, attach.output.find('\n'));
   const Undo detach{[&] { test::run("losetup -d " + dev); }};
 
-  std::vector<Io> ios;
-  for (int i = 0; i < 64; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * 256 * 1024ull, 128 * 1024));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 64; ++i) ios.push_back(make_io(i * 10'000, format::Op::kWrite, i * 256 * 1024ull, 128 * 1024));
   const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 32 * kMiB);
   const auto r = test::run(replay_cmd(trace, dev, result, "--allow-write --timing afap --qd 4"));
@@ -545,7 +551,7 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   CHECK(r.exit_code == 0);
   const auto out = read_all(result);
   REQUIRE(out.size() == ios.size());
-  const auto failed = std::count_if(out.begin(), out.end(), [](const Io& io) { return io.status < 0; });
+  const auto failed = std::count_if(out.begin(), out.end(), [](const format::Io& io) { return io.status < 0; });
   CHECK(failed > 0);
   CHECK(failed < 64);
   CHECK(out.front().status == 0);
@@ -555,7 +561,7 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   const auto partial = read_all(stopped);
   REQUIRE_FALSE(partial.empty());
   CHECK(partial.back().status < 0);
-  CHECK(std::count_if(partial.begin(), partial.end(), [](const Io& io) { return io.status < 0; }) == 1);
+  CHECK(std::count_if(partial.begin(), partial.end(), [](const format::Io& io) { return io.status < 0; }) == 1);
 }
 
 TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
@@ -563,7 +569,8 @@ TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
   TempDir dir;
   LoopDevice loop(16 * kMiB);
   const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
-  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), make_io(2'000'000'000, Op::kRead, 8192, 8192)}, 16 * kMiB);
+  write_trace(trace, {make_io(0, format::Op::kWrite, 0, 4096), make_io(2'000'000'000, format::Op::kRead, 8192, 8192)},
+              16 * kMiB);
   test::run("udevadm settle");
   const auto before = test::block_stat(loop.name());
   const auto r = test::run(replay_cmd(trace, loop.path(), result, "--dry-run"));
@@ -584,7 +591,7 @@ TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a 
   const std::string here = host::describe_cpu_idle();
   if (!test::require(!here.empty(), "cpuidle in sysfs (/sys/devices/system/cpu/cpuidle)")) return;
   const std::string same = dir.file("same.iotape"), other = dir.file("other.iotape"), result = dir.file("r.iotape");
-  const std::vector<Io> ios = {make_io(0, Op::kRead, 0, 4096)};
+  const std::vector<format::Io> ios = {make_io(0, format::Op::kRead, 0, 4096)};
   write_trace(same, ios, 16 * kMiB, {{"host.cpu_idle", here}});
   write_trace(other, ios, 16 * kMiB, {{"host.cpu_idle", "driver acpi_idle, governor menu, states C1 + C3"}});
   const auto quiet = test::run(replay_cmd(same, loop.path(), result, "--dry-run"));
@@ -598,7 +605,7 @@ TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a 
                            "governor menu, states C1 + C3\", here as \"" + here + "\"") != std::string::npos);
   // The result carries this host's setting, and info prints it.
   REQUIRE(test::run(replay_cmd(same, loop.path(), result, "--times user")).exit_code == 0);
-  CHECK(TraceReader(result).header().metadata().at("host.cpu_idle") == here);
+  CHECK(format::TraceReader(result).header().metadata().at("host.cpu_idle") == here);
   const auto info = test::run(test::iotape_binary() + " info " + result);
   INFO(info.output);
   CHECK(info.output.find("\ncpu idle   " + here + "\n") != std::string::npos);
@@ -608,9 +615,9 @@ TEST_CASE("replay: --fit fail refuses IOs past the target, --fit wrap folds them
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(8 * kMiB);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   for (int i = 0; i < 100; ++i)
-    ios.push_back(make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 3 * kMiB + 4096 * (i % 7), 16384));
+    ios.push_back(make_io(i * 10'000, format::Op::kRead, static_cast<uint64_t>(i) * 3 * kMiB + 4096 * (i % 7), 16384));
   const std::string trace = dir.file("big.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 400 * kMiB);
 
@@ -636,8 +643,8 @@ TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]")
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
-  std::vector<Io> ios;
-  for (int i = 0; i < 5000; ++i) ios.push_back(make_io(i * 2'000'000ll, Op::kRead, (i % 1000) * 8192ull, 4096));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 5000; ++i) ios.push_back(make_io(i * 2'000'000ll, format::Op::kRead, (i % 1000) * 8192ull, 4096));
   const std::string trace = dir.file("long.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 16 * kMiB);  // 10 s of IOs
   const std::string bin = test::iotape_binary();
@@ -654,7 +661,7 @@ TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]")
   REQUIRE(::waitpid(pid, &st, 0) == pid);
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 130);
-  TraceReader r(result);
+  format::TraceReader r(result);
   CHECK(r.has_index());
   const auto out = read_all(result);
   CHECK(out.size() > 50);
@@ -680,9 +687,9 @@ TEST_CASE("multi-device traces go to their targets, --device-map reroutes them",
   }
   const std::string trace = dir.file("two.iotape");
   {
-    TraceWriter w(trace, h);
+    format::TraceWriter w(trace, h);
     for (int i = 0; i < 150; ++i) {
-      Io io = make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
+      format::Io io = make_io(i * 10'000, format::Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
       io.device = i < 100 ? 0 : 1;  // 100 IOs on device 0, 50 on device 1
       w.append(io);
     }
@@ -711,15 +718,16 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   if (!test::require_root("load BPF programs and attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(64 * kMiB);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   int64_t t = 0;
   size_t fsyncs = 0;
   for (int group = 0; group < 150; ++group) {
     for (int k = 0; k < 4; ++k)
-      ios.push_back(make_io(t + k * 2'000, Op::kWrite, static_cast<uint64_t>(group * 4 + k) * 65536, 4096, 150'000));
+      ios.push_back(
+          make_io(t + k * 2'000, format::Op::kWrite, static_cast<uint64_t>(group * 4 + k) * 65536, 4096, 150'000));
     for (int k = 0; k < 4; ++k) {  // four fsyncs in flight together
-      Io f = make_io(t + 10'000 + k * 3'000, Op::kWrite, 0, 0, 400'000);
-      f.flags = flag::kPreflush | flag::kSync;
+      format::Io f = make_io(t + 10'000 + k * 3'000, format::Op::kWrite, 0, 0, 400'000);
+      f.flags = format::flag::kPreflush | format::flag::kSync;
       ios.push_back(f);
       ++fsyncs;
     }
@@ -733,7 +741,7 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const uint64_t flushes = test::block_stat(loop.name()).flush_ios - before.flush_ios;
-  TraceReader rr(result);
+  format::TraceReader rr(result);
   const auto& late = rr.index()->metadata();  // keys set after the first chunk live in the index
   const auto& early = rr.header().metadata();
   const auto meta = [&](const std::string& key) { return std::stoull(late.count(key) ? late.at(key) : early.at(key)); };
@@ -747,14 +755,14 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   const auto out = read_all(result);
   size_t fsync_ios = 0, flush_ios = 0, without_completion = 0;
   for (const auto& io : out) {
-    if (io.op == Op::kWrite && io.length == 0) ++fsync_ios;
+    if (io.op == format::Op::kWrite && io.length == 0) ++fsync_ios;
     if (!io.has_complete()) {
       ++without_completion;
       continue;
     }
-    if (io.op == Op::kFlush) ++flush_ios;
+    if (io.op == format::Op::kFlush) ++flush_ios;
     // Never issued: queued and issued at its entry into the block layer, as recorded.
-    if (io.op == Op::kWrite && io.length == 0) {
+    if (io.op == format::Op::kWrite && io.length == 0) {
       CHECK(io.never_issued());
       CHECK(io.queue_ns < io.complete_ns);
     }
@@ -776,10 +784,10 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   TempDir dir;
   LoopDevice loop(64 * kMiB);
   std::mt19937_64 rng(5);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   int64_t t = 0;
   for (int i = 0; i < 3000; ++i) {
-    const Op op = i % 3 == 0 ? Op::kWrite : Op::kRead;
+    const format::Op op = i % 3 == 0 ? format::Op::kWrite : format::Op::kRead;
     ios.push_back(make_io(t, op, (rng() % (60 * kMiB)) / 4096 * 4096, 4096ull << (rng() % 4), 30'000));
     t += 5'000 + static_cast<int64_t>(rng() % 60'000);
   }
@@ -796,7 +804,7 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
     requests = tracer.requests();
   }
   REQUIRE(requests.size() == ios.size());
-  TraceReader rr(result);
+  format::TraceReader rr(result);
   CHECK(rr.header().metadata().at("replay.times") == "device");
   const auto out = read_all(result);
   REQUIRE(out.size() == ios.size());
@@ -846,8 +854,9 @@ TEST_CASE("a replay that cannot observe the device falls back to the replayer's 
   if (!test::require_root("run a replay as another user")) return;
   TempDir dir;
   ::chmod(dir.path().c_str(), 0777);
-  std::vector<Io> ios;
-  for (int i = 0; i < 200; ++i) ios.push_back(make_io(i * 50'000, Op::kRead, (i * 7919 % 2048) * 4096ull, 4096));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 200; ++i)
+    ios.push_back(make_io(i * 50'000, format::Op::kRead, (i * 7919 % 2048) * 4096ull, 4096));
   const std::string trace = dir.file("src.iotape"), target = dir.file("target.img"), result = dir.file("r.iotape");
   write_trace(trace, ios, 8 * kMiB);
   write_file(target, std::string(8 * kMiB, 'x'));
@@ -859,7 +868,7 @@ TEST_CASE("a replay that cannot observe the device falls back to the replayer's 
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("warning: the result carries the replayer's times") != std::string::npos);
   CHECK(r.output.find("times      user") != std::string::npos);
-  TraceReader rr(result);
+  format::TraceReader rr(result);
   CHECK(rr.header().metadata().at("replay.times") == "user");
   CHECK_FALSE(rr.header().metadata().at("replay.times_reason").empty());
   const auto out = read_all(result);
@@ -881,9 +890,10 @@ TEST_CASE("a replay onto a file with holes is not timed at the device, whose IOs
   // On the disk's own file system: a hole is read without a device IO, and a
   // write into one lands on blocks the extent map taken at the start lacks.
   TempDir dir("/var/tmp");
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   for (int i = 0; i < 200; ++i)
-    ios.push_back(make_io(i * 50'000, i % 2 ? Op::kRead : Op::kWrite, (i * 7919 % 2048) * 4096ull, 4096));
+    ios.push_back(
+        make_io(i * 50'000, i % 2 ? format::Op::kRead : format::Op::kWrite, (i * 7919 % 2048) * 4096ull, 4096));
   const std::string trace = dir.file("src.iotape"), target = dir.file("target.img");
   write_trace(trace, ios, 8 * kMiB);
   write_file(target, "");
@@ -892,13 +902,13 @@ TEST_CASE("a replay onto a file with holes is not timed at the device, whose IOs
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("holes or unwritten extents") != std::string::npos);
-  TraceReader sparse(dir.file("sparse.iotape"));
+  format::TraceReader sparse(dir.file("sparse.iotape"));
   CHECK(sparse.header().metadata().at("replay.times") == "user");
   // Once every block is written, the device sees every IO and times it.
   const auto f = test::run(replay_cmd(trace, target, dir.file("full.iotape"), "--allow-write --timing afap --qd 4 --prefill full"));
   INFO(f.output);
   REQUIRE(f.exit_code == 0);
-  TraceReader full(dir.file("full.iotape"));
+  format::TraceReader full(dir.file("full.iotape"));
   CHECK(full.header().metadata().at("replay.times") == "device");
   const auto out = read_all(dir.file("full.iotape"));
   REQUIRE(out.size() == ios.size());
@@ -921,10 +931,10 @@ TEST_CASE("the fidelity summary tells a slower target from a late replayer", "[r
   // 400 pairs of reads, 1,000 pairs per second, each read taking 400 us (a
   // loop device on a busy machine stays well under it): the second of a pair
   // overlaps the first and waits for nothing of its own.
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   for (int i = 0; i < 800; ++i)
     ios.push_back(
-        make_io(i / 2 * 1'000'000LL + i % 2 * 10'000, Op::kRead, (i * 7919 % 16000) * 4096ull, 4096, 400'000));
+        make_io(i / 2 * 1'000'000LL + i % 2 * 10'000, format::Op::kRead, (i * 7919 % 16000) * 4096ull, 4096, 400'000));
   const std::string trace = dir.file("src.iotape");
   write_trace(trace, ios, 64 * kMiB);
   const std::string group = blkio + "/iotape-test-" + std::to_string(::getpid());
@@ -938,7 +948,7 @@ TEST_CASE("the fidelity summary tells a slower target from a late replayer", "[r
                              : test::run(cmd);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    TraceReader rr(result);
+    format::TraceReader rr(result);
     const auto& m = rr.header().metadata();
     if (throttled) {
       INFO("late p50 " << m.at("fidelity.late_p50_ns") << " ns, issue error p50 " << m.at("fidelity.issue_error_p50_ns"));
@@ -960,12 +970,12 @@ TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", 
   TempDir dir;
   LoopDevice loop(32 * kMiB);
   std::mt19937_64 rng(3);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   std::vector<std::pair<int64_t, int64_t>> reads;
   for (int i = 0; i < 500; ++i) {
     const uint64_t off = (rng() % (32 * kMiB - 300 * 1024)) / 512 * 512, len = 512 * (1 + rng() % 512);
-    ios.push_back(make_io(i * 20'000, i % 5 ? Op::kRead : Op::kWrite, off, len));
-    if (ios.back().op == Op::kRead) reads.emplace_back(off, off + len);
+    ios.push_back(make_io(i * 20'000, i % 5 ? format::Op::kRead : format::Op::kWrite, off, len));
+    if (ios.back().op == format::Op::kRead) reads.emplace_back(off, off + len);
   }
   const std::string trace = dir.file("src.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 32 * kMiB);
@@ -983,10 +993,10 @@ TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", 
       written.emplace_back(off, off + len);
       CHECK(off + len <= 32 * kMiB);
     }
-    for (const auto& io : ios) trace_writes += io.op == Op::kWrite;
+    for (const auto& io : ios) trace_writes += io.op == format::Op::kWrite;
     // The trace's own writes are in the trace's result; take them out.
     for (const auto& io : ios)
-      if (io.op == Op::kWrite) {
+      if (io.op == format::Op::kWrite) {
         auto it = std::find(written.begin(), written.end(),
                             std::make_pair(static_cast<int64_t>(io.offset), static_cast<int64_t>(io.end())));
         REQUIRE(it != written.end());
@@ -999,7 +1009,7 @@ TEST_CASE("replay: --prefill reads writes the read footprint and nothing else", 
   auto both = written;
   both.insert(both.end(), reads.begin(), reads.end());
   CHECK(union_ns(both) == union_ns(reads));
-  TraceReader rr(result);
+  format::TraceReader rr(result);
   CHECK(rr.header().metadata().at("replay.prefilled_bytes") == std::to_string(union_ns(reads)));
   CHECK(read_all(result).size() == ios.size());
   // --prefill full: every byte of the target, nothing beyond it.
@@ -1063,8 +1073,8 @@ TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench ph
   if (!test::require_root("mount tmpfs")) return;
   constexpr uint64_t kBlock = 128 * 1024;
   TempDir dir;
-  std::vector<Io> ios;
-  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * kBlock, kBlock));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, format::Op::kWrite, i * kBlock, kBlock));
   const std::string trace = dir.file("w.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 4 * kMiB);
   std::map<uint64_t, int32_t> expected, replayed, benched;  // status by offset
@@ -1075,7 +1085,7 @@ TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench ph
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(fs.target_bytes() == 7 * kBlock + kBlock / 2);  // the eighth write was done in part
-    for (const Io& io : read_all(result)) replayed[io.offset] = io.status;
+    for (const format::Io& io : read_all(result)) replayed[io.offset] = io.status;
   }
   {
     NearlyFullTmpfs fs;
@@ -1087,7 +1097,7 @@ TEST_CASE("a short transfer is -EIO alike in a replay's result and in a bench ph
     CHECK(b.output.find("a short transfer fails with EIO") != std::string::npos);
     CHECK(b.output.find("the first: " + std::string(std::strerror(EIO))) != std::string::npos);
     CHECK(fs.target_bytes() == 7 * kBlock + kBlock / 2);
-    for (const Io& io : read_all(dir.file("bench/fill.iot")))
+    for (const format::Io& io : read_all(dir.file("bench/fill.iot")))
       if (io.offset < 12 * kBlock) benched[io.offset] = io.status;
   }
   CHECK(replayed == expected);
@@ -1103,11 +1113,11 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
   TempDir dir;
   LoopDevice loop(32 * kMiB);
   std::mt19937_64 rng(11);
-  std::vector<Io> ios;
+  std::vector<format::Io> ios;
   std::vector<std::pair<int64_t, int64_t>> reads;
   for (int i = 0; i < 300; ++i) {
     const uint64_t off = (rng() % (31 * kMiB)) / 4096 * 4096, len = 4096 * (1 + rng() % 16);
-    ios.push_back(make_io(i * 20'000, Op::kRead, off, len));
+    ios.push_back(make_io(i * 20'000, format::Op::kRead, off, len));
     reads.emplace_back(off, off + len);
   }
   const std::string trace = dir.file("reads.iotape");
@@ -1131,7 +1141,7 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
     CHECK(std::to_string(bytes) == footprint);  // every byte read, written once, nothing else
     CHECK(r.output.find("never written") == std::string::npos);
     CHECK(r.output.find("prefill    reads: " + footprint + " bytes written before the replay") != std::string::npos);
-    TraceReader rr(result);
+    format::TraceReader rr(result);
     CHECK(rr.header().metadata().at("replay.prefill") == "reads");
     CHECK(rr.header().metadata().at("replay.prefilled_bytes") == footprint);
     CHECK(read_all(result).size() == ios.size());
@@ -1144,7 +1154,7 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
     CHECK(bytes == 0);
     CHECK(r.output.find("iotape: warning: nothing is prefilled: the 300 reads may read ranges never written") !=
           std::string::npos);
-    TraceReader rr(result);
+    format::TraceReader rr(result);
     CHECK(rr.header().metadata().at("replay.prefill") == "none");
     CHECK(rr.header().metadata().count("replay.prefilled_bytes") == 0);
   }
@@ -1156,7 +1166,7 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
     CHECK(bytes == 0);
     CHECK(r.output.find("nothing is prefilled") != std::string::npos);
     CHECK(r.output.find("--allow-write with --prefill reads") != std::string::npos);
-    CHECK(TraceReader(result).header().metadata().at("replay.prefill") == "none");
+    CHECK(format::TraceReader(result).header().metadata().at("replay.prefill") == "none");
   }
 }
 
@@ -1176,9 +1186,9 @@ TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run 
   }
   const std::string trace = dir.file("two.iotape"), result = dir.file("r.iotape");
   {
-    TraceWriter w(trace, h);
+    format::TraceWriter w(trace, h);
     for (int i = 0; i < 150; ++i) {
-      Io io = make_io(i * 10'000, Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
+      format::Io io = make_io(i * 10'000, format::Op::kRead, static_cast<uint64_t>(i) * 65536, 4096);
       io.device = i < 100 ? 0 : 1;  // 100 IOs on sda, 50 on sdb
       w.append(io);
     }
@@ -1243,16 +1253,16 @@ TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to rep
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
-  std::vector<Io> ios;
-  for (int i = 0; i < 1000; ++i) ios.push_back(make_io(i * 5'000, Op::kRead, (i % 1000) * 8192ull, 4096));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 1000; ++i) ios.push_back(make_io(i * 5'000, format::Op::kRead, (i % 1000) * 8192ull, 4096));
   auto write_chunks = [&](const std::string& path, uint32_t chunk_ios) {
     v1::TraceHeader h;
     h.set_source(v1::SOURCE_SYNTH);
     h.set_clock(v1::CLOCK_DOMAIN_RELATIVE);
     h.add_devices()->set_size_bytes(16 * kMiB);
-    WriterOptions wo;
+    format::WriterOptions wo;
     wo.chunk_ios = chunk_ios;
-    TraceWriter w(path, h, wo);
+    format::TraceWriter w(path, h, wo);
     for (const auto& io : ios) w.append(io);
     w.close();
   };
@@ -1264,8 +1274,8 @@ TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to rep
     std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
     size_t readable = 0;
     {
-      TraceReader r(cut);
-      Io io;
+      format::TraceReader r(cut);
+      format::Io io;
       while (r.next(io)) ++readable;
       REQUIRE(r.status().damaged);
     }
@@ -1284,8 +1294,8 @@ TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to rep
     write_chunks(cut, 65536);  // one chunk, cut in the middle
     std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
     {
-      TraceReader r(cut);
-      Io io;
+      format::TraceReader r(cut);
+      format::Io io;
       REQUIRE_FALSE(r.next(io));
       REQUIRE(r.status().damaged);
     }
@@ -1319,8 +1329,8 @@ TEST_CASE("replay: failed IOs are named with index, op, offset and errno; 1 erro
   if (!test::require_root("mount tmpfs")) return;
   constexpr uint64_t kBlock = 128 * 1024;
   TempDir dir;
-  std::vector<Io> ios;
-  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, Op::kWrite, i * kBlock, kBlock));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 12; ++i) ios.push_back(make_io(i * 10'000, format::Op::kWrite, i * kBlock, kBlock));
   const std::string trace = dir.file("w.iotape");
   write_trace(trace, ios, 4 * kMiB);
   // NearlyFullTmpfs: the eighth write ends short (EIO), the four after it find no space.
@@ -1377,8 +1387,8 @@ TEST_CASE("replay: flushes recorded past the end of a smaller target replay unde
   TempDir dir;
   const std::string trace = dir.file("f.iotape"), target = dir.file("target");
   // A write near the start, then a flush whose recorded offset is 9 GiB in.
-  Io flush = make_io(200'000, Op::kFlush, 9ull << 30, 0);
-  write_trace(trace, {make_io(0, Op::kWrite, 0, 4096), flush}, 16ull << 30);
+  format::Io flush = make_io(200'000, format::Op::kFlush, 9ull << 30, 0);
+  write_trace(trace, {make_io(0, format::Op::kWrite, 0, 4096), flush}, 16ull << 30);
   write_file(target, "");
   REQUIRE(::truncate(target.c_str(), 8 * kMiB) == 0);
   for (const std::string fit : {"fail", "wrap", "scale"}) {
@@ -1389,7 +1399,7 @@ TEST_CASE("replay: flushes recorded past the end of a smaller target replay unde
     CHECK(r.output.find("replayed   2 IOs, 0 errors\n") != std::string::npos);
     const auto out = read_all(result);
     REQUIRE(out.size() == 2);
-    CHECK(out[1].op == Op::kFlush);
+    CHECK(out[1].op == format::Op::kFlush);
     CHECK(out[1].status == 0);
   }
 }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_support.h"
 #include "format/error.h"
+#include "tests/test_support.h"
 #include "units/units.h"
 
 using namespace iotape;
@@ -29,7 +29,7 @@ template <class F>
 std::string usage_error_of(F f) {
   try {
     f();
-  } catch (const UsageError& e) {
+  } catch (const format::UsageError& e) {
     return e.what();
   }
   return "";

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "analysis/report.h"
-#include "tests/test_support.h"
 #include "format/reader.h"
 #include "format/summary.h"
 #include "format/writer.h"
+#include "tests/test_support.h"
 #include "workloads/bench.h"
 
 using namespace iotape;
@@ -35,7 +35,7 @@ void must_run(const std::string& args) {
 }
 
 analysis::Report analyse_file(const std::string& path) {
-  TraceReader reader(path);
+  format::TraceReader reader(path);
   return analysis::analyse(reader);
 }
 
@@ -67,8 +67,8 @@ TEST_CASE("synth storage-heavy and storage-light match the published statistics"
       must_run(fmt::format("synth {} -o {} --ios 400000", pub.profile, out));
       const auto r = analyse_file(out);
       REQUIRE(r.ios == 400000);
-      const uint64_t data = r.op(Op::kRead).ios + r.op(Op::kWrite).ios;
-      CHECK(std::abs(pct(r.op(Op::kRead).ios, data) - pct(pub.reads, pub.reads + pub.writes)) <= 1.0);
+      const uint64_t data = r.op(format::Op::kRead).ios + r.op(format::Op::kWrite).ios;
+      CHECK(std::abs(pct(r.op(format::Op::kRead).ios, data) - pct(pub.reads, pub.reads + pub.writes)) <= 1.0);
       for (size_t b = 0; b < pub.sizes.size(); ++b) {
         INFO("size bucket " << analysis::SizeMix::kBucketNames[b]);
         CHECK(std::abs(pct(r.sizes.buckets()[b], r.sizes.ios()) - pub.sizes[b]) <= 1.0);
@@ -107,7 +107,7 @@ TEST_CASE("synth: fixed-depth patterns keep their queue depth and read share per
   CHECK(r.queue_depth.buckets()[6] >= r.ios - 2 * 31);
   CHECK(r.queue_depth.max() == 32);
   CHECK(r.sizes.buckets()[1] == r.ios);  // all 4 KiB
-  CHECK(std::abs(pct(r.op(Op::kRead).ios, r.ios) - 50) <= 1.0);  // two phases of equal time
+  CHECK(std::abs(pct(r.op(format::Op::kRead).ios, r.ios) - 50) <= 1.0);  // two phases of equal time
   CHECK(r.sequential.sequential() < r.ios / 100);
   CHECK(r.duration_ns() >= 10'000'000'000);
   CHECK(r.duration_ns() < 10'001'000'000);
@@ -116,10 +116,10 @@ TEST_CASE("synth: fixed-depth patterns keep their queue depth and read share per
 namespace {
 
 // Every IO of a trace, with its position.
-std::vector<Io> all_ios(const std::string& path) {
-  TraceReader reader(path);
-  std::vector<Io> out;
-  Io io;
+std::vector<format::Io> all_ios(const std::string& path) {
+  format::TraceReader reader(path);
+  std::vector<format::Io> out;
+  format::Io io;
   while (reader.next(io)) {
     io.comm = {};
     out.push_back(io);
@@ -127,12 +127,12 @@ std::vector<Io> all_ios(const std::string& path) {
   return out;
 }
 
-int64_t end_of(const Io& io) { return io.has_complete() ? io.complete_ns : io.issue_ns; }
+int64_t end_of(const format::Io& io) { return io.has_complete() ? io.complete_ns : io.issue_ns; }
 
 // The header's phases against the IOs: they tile the trace in order, each
 // spans exactly its IOs' times, and each starts after the previous one ended.
 void check_phase_spans(const std::string& path) {
-  const v1::TraceHeader h = TraceReader(path).header();
+  const v1::TraceHeader h = format::TraceReader(path).header();
   const auto ios = all_ios(path);
   uint64_t next = 0;
   for (int k = 0; k < h.phases_size(); ++k) {
@@ -147,8 +147,8 @@ void check_phase_spans(const std::string& path) {
       first = std::min(first, ios[i].issue_ns);
       last = std::max(last, end_of(ios[i]));
       if (p.block_size()) CHECK(ios[i].length == p.block_size());
-      if (p.read_share() == 0) CHECK(ios[i].op == Op::kWrite);
-      if (p.read_share() == 1) CHECK(ios[i].op == Op::kRead);
+      if (p.read_share() == 0) CHECK(ios[i].op == format::Op::kWrite);
+      if (p.read_share() == 1) CHECK(ios[i].op == format::Op::kRead);
     }
     CHECK(p.start_ns() == first);
     CHECK(p.end_ns() == last);
@@ -165,7 +165,7 @@ TEST_CASE("synth records its phases in the header, cut keeps them clipped", "[sy
   const std::string db = dir.file("db.iot");
   must_run(fmt::format("synth database -o {} --ios 4950 --span 1GiB", db));
   {
-    const v1::TraceHeader h = TraceReader(db).header();
+    const v1::TraceHeader h = format::TraceReader(db).header();
     REQUIRE(h.phases_size() == 99);
     for (int k = 0; k < 99; ++k) {
       const v1::Phase& p = h.phases(k);
@@ -187,7 +187,7 @@ TEST_CASE("synth records its phases in the header, cut keeps them clipped", "[sy
   // Lengths in time: seq-steps, 18 phases of 0.1 s.
   const std::string steps = dir.file("steps.iot");
   must_run(fmt::format("synth seq-steps -o {} --duration 1.8s --span 1GiB", steps));
-  const v1::TraceHeader sh = TraceReader(steps).header();
+  const v1::TraceHeader sh = format::TraceReader(steps).header();
   REQUIRE(sh.phases_size() == 18);
   for (int k = 0; k < 18; ++k) {
     CHECK(sh.phases(k).block_size() == 4096u << (k % 9));
@@ -200,7 +200,7 @@ TEST_CASE("synth records its phases in the header, cut keeps them clipped", "[sy
   // A cut from 0.25 s to 0.95 s: phases 2 (its end) to 9 (its start), renumbered.
   const std::string cut = dir.file("cut.iot");
   must_run(fmt::format("cut {} -o {} --window 0.25..0.95", steps, cut));
-  const v1::TraceHeader ch = TraceReader(cut).header();
+  const v1::TraceHeader ch = format::TraceReader(cut).header();
   REQUIRE(ch.phases_size() == 8);
   for (int k = 0; k < ch.phases_size(); ++k) {
     INFO("phase " << k);
@@ -226,7 +226,7 @@ TEST_CASE("synth: a profile file in the documented format", "[synth]") {
   const auto r = analyse_file(out);
   CHECK(r.ios == 20000);
   // 5000 IOs at 25% reads, then 15000 at 75%.
-  CHECK(std::abs(static_cast<double>(r.op(Op::kRead).ios) - (1250 + 11250)) < 300);
+  CHECK(std::abs(static_cast<double>(r.op(format::Op::kRead).ios) - (1250 + 11250)) < 300);
   // Segments of depth 2 with 4 IOs at depth 2: one IO in five sees depth 1.
   CHECK(std::abs(pct(r.queue_depth.buckets()[0], r.ios) - 20) <= 1.0);
   CHECK(pct(r.sequential.sequential(), r.sequential.ios()) > 95);
@@ -255,11 +255,11 @@ struct WindowTruth {
 // is as documented (busy time, or IOs without completions, and bytes, each
 // relative to the highest window's).
 std::vector<WindowTruth> windows_of(const std::string& trace, int64_t length) {
-  TraceReader reader(trace);
+  format::TraceReader reader(trace);
   std::vector<Interval> all;
   std::vector<uint64_t> bytes;
   bool timed = false;
-  Io io;
+  format::Io io;
   while (reader.next(io)) {
     timed |= io.has_complete();
     all.push_back({io.issue_ns, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns});
@@ -304,7 +304,7 @@ std::string cloudphysics_trace(const TempDir& dir) {
 }
 
 nlohmann::json chosen_windows(const std::string& cut) {
-  return nlohmann::json::parse(TraceReader(cut).header().metadata().at("cut.windows"));
+  return nlohmann::json::parse(format::TraceReader(cut).header().metadata().at("cut.windows"));
 }
 
 size_t window_index(const nlohmann::json& chosen, double length_s) {
@@ -352,8 +352,8 @@ TEST_CASE("cut --heavy on the cloudphysics sample takes the windows with the mos
   // The cut holds exactly the IOs of those windows, in order, with no idle gap over 25 ms.
   uint64_t expected = 0;
   for (size_t w : got) expected += truth[w].ios;
-  TraceReader cut_reader(out);
-  Io io;
+  format::TraceReader cut_reader(out);
+  format::Io io;
   uint64_t n = 0;
   int64_t prev = INT64_MIN, done = INT64_MIN;
   while (cut_reader.next(io)) {
@@ -413,14 +413,14 @@ TEST_CASE("cut --light takes the least busy windows with IOs, --window exact ran
   must_run(fmt::format("cut {} -o {} --window 1200..1800 --window 0..60 --max-idle 10s", trace, win));
   uint64_t expected = truth[0].ios;
   for (size_t k = 20; k < 30; ++k) expected += truth[k].ios;
-  TraceReader cut_reader(win);
-  CHECK(summarize(cut_reader).ios == expected);
+  format::TraceReader cut_reader(win);
+  CHECK(format::summarize(cut_reader).ios == expected);
 }
 
 namespace {
 
-Io timed_io(Op op, double issue_s, double complete_s, uint64_t length) {
-  Io io;
+format::Io timed_io(format::Op op, double issue_s, double complete_s, uint64_t length) {
+  format::Io io;
   io.op = op;
   io.issue_ns = std::llround(issue_s * 1e9);
   io.complete_ns = std::llround(complete_s * 1e9);
@@ -428,12 +428,12 @@ Io timed_io(Op op, double issue_s, double complete_s, uint64_t length) {
   return io;
 }
 
-void write_ios(const std::string& path, const std::vector<Io>& ios) {
-  TraceWriter w(path, v1::TraceHeader());
+void write_ios(const std::string& path, const std::vector<format::Io>& ios) {
+  format::TraceWriter w(path, v1::TraceHeader());
   v1::Device d;
   d.set_major(8);
   w.add_device(d);
-  for (const Io& io : ios) w.append(io);
+  for (const format::Io& io : ios) w.append(io);
   w.close();
 }
 
@@ -453,11 +453,11 @@ TEST_CASE("cut scores bytes read and written; discards only with --score-discard
   //  20..40 s: 11 writes of 125 MB, 0.1 s each, and a 2,063 MB discard of 0.01 s: busy 1.110 s,
   //            1,375 MB written, 3,438 MB with the discard
   //  40..60 s: one 4 KiB read, 59.5 .. 60 s
-  std::vector<Io> ios;
-  for (int i = 0; i < 10; ++i) ios.push_back(timed_io(Op::kWrite, i, i + 0.1286, 150'000'000));
-  for (int i = 0; i < 11; ++i) ios.push_back(timed_io(Op::kWrite, 20 + i, 20 + i + 0.1, 125'000'000));
-  ios.push_back(timed_io(Op::kDiscard, 35, 35.01, 2'063'000'000));
-  ios.push_back(timed_io(Op::kRead, 59.5, 60, 4096));
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 10; ++i) ios.push_back(timed_io(format::Op::kWrite, i, i + 0.1286, 150'000'000));
+  for (int i = 0; i < 11; ++i) ios.push_back(timed_io(format::Op::kWrite, 20 + i, 20 + i + 0.1, 125'000'000));
+  ios.push_back(timed_io(format::Op::kDiscard, 35, 35.01, 2'063'000'000));
+  ios.push_back(timed_io(format::Op::kRead, 59.5, 60, 4096));
   const std::string trace = dir.file("trim.iot");
   write_ios(trace, ios);
 
@@ -527,10 +527,11 @@ TEST_CASE("cut takes windows within the trace, light ones apart from heavy ones,
 
   SECTION("a hand-made trace: the time between two light windows is not idle time") {
     // Five 10 s windows: 0, 2 and 4 heavy (a 100 MB write of 5, 5 and 10 s), 1 and 3 light.
-    std::vector<Io> ios = {timed_io(Op::kWrite, 0, 5, 100'000'000),   timed_io(Op::kRead, 12, 12.5, 4096),
-                           timed_io(Op::kRead, 15, 15.5, 4096),       timed_io(Op::kWrite, 20, 25, 100'000'000),
-                           timed_io(Op::kRead, 33, 33.5, 4096),       timed_io(Op::kRead, 34, 34.2, 4096),
-                           timed_io(Op::kWrite, 40, 50, 100'000'000)};
+    std::vector<format::Io> ios = {
+        timed_io(format::Op::kWrite, 0, 5, 100'000'000),  timed_io(format::Op::kRead, 12, 12.5, 4096),
+        timed_io(format::Op::kRead, 15, 15.5, 4096),      timed_io(format::Op::kWrite, 20, 25, 100'000'000),
+        timed_io(format::Op::kRead, 33, 33.5, 4096),      timed_io(format::Op::kRead, 34, 34.2, 4096),
+        timed_io(format::Op::kWrite, 40, 50, 100'000'000)};
     const std::string trace = dir.file("five.iot");
     write_ios(trace, ios);
     // Heavy's two: 40..50 (busy 10 s) and 0..10 (5 s, before 20..30 on the tie). The two least busy
@@ -546,9 +547,9 @@ TEST_CASE("cut takes windows within the trace, light ones apart from heavy ones,
     // Idle removed: 8 s; the 10 s of trace between the windows (busy 5 s of it) are no idle time.
     CHECK(out.find("4 IOs, 8.000 s of idle time removed (idle gaps capped at 1s); the 10.000 s of trace between the "
                    "windows are left out") != std::string::npos);
-    TraceReader reader(dir.file("l.iot"));
+    format::TraceReader reader(dir.file("l.iot"));
     std::vector<int64_t> issues;
-    Io io;
+    format::Io io;
     while (reader.next(io)) issues.push_back(io.issue_ns);
     CHECK(issues == std::vector<int64_t>{0, 1'500'000'000, 3'000'000'000, 4'000'000'000});
   }
@@ -564,7 +565,7 @@ TEST_CASE("a damaged byte in a cut's output costs one chunk, not the cut", "[cut
   std::vector<std::pair<uint64_t, uint32_t>> chunks;  // file offset, IOs
   uint64_t ios = 0;
   {
-    TraceReader reader(out);
+    format::TraceReader reader(out);
     REQUIRE(reader.index());
     for (const auto& e : reader.index()->chunks()) chunks.push_back({e.file_offset(), e.count()}), ios += e.count();
   }
@@ -582,7 +583,7 @@ TEST_CASE("a damaged byte in a cut's output costs one chunk, not the cut", "[cut
   const std::string bad = dir.file("damaged.iot");
   iotape::test::write_file(bad, data);
 
-  TraceReader reader(bad, ReaderOptions{.skip_damaged = true});
+  format::TraceReader reader(bad, format::ReaderOptions{.skip_damaged = true});
   uint64_t got = 0;
   for (auto b = reader.next_batch(); !b.empty(); b = reader.next_batch()) got += b.size();
   CHECK(reader.status().damaged);
@@ -623,7 +624,7 @@ TEST_CASE("bench: drive-state tests on a loop device", "[bench]") {
   SECTION("precondition fills the capacity, then random writes until steady state") {
     const auto s = bench("precondition", loop.path(), dir.file("pre"), "--duration 12s --round 1s");
     CHECK(s["fill"]["bytes_written"] == kSize);
-    CHECK(analyse_file(s["fill"]["trace"]).op(Op::kWrite).bytes == kSize);
+    CHECK(analyse_file(s["fill"]["trace"]).op(format::Op::kWrite).bytes == kSize);
     const auto rounds = s["random"]["iops_per_round"];
     CHECK(s["steady_state"]["rounds"] == rounds.size());
     if (s["steady_state"]["reached"].get<bool>()) {
@@ -650,8 +651,8 @@ TEST_CASE("bench: drive-state tests on a loop device", "[bench]") {
     CHECK(sum <= r.ios);
     CHECK(r.sizes.buckets()[1] == r.ios);  // all 4 KiB
     uint64_t max_end = 0;
-    TraceReader reader(s["random"]["trace"].get<std::string>());
-    Io io;
+    format::TraceReader reader(s["random"]["trace"].get<std::string>());
+    format::Io io;
     while (reader.next(io)) max_end = std::max(max_end, io.end());
     CHECK(max_end <= kSize * 3 / 4);
     CHECK(s["steady_window"]["mean_iops"].get<double>() > 0);

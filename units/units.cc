@@ -39,8 +39,8 @@ constexpr std::string_view kWindowForms =
     "START..END with durations (e.g. 90s..2h; 10..20 is in seconds), either end may be left out";
 
 [[noreturn]] void fail(std::string_view what, std::string_view kind, std::string_view text, std::string_view why) {
-  throw UsageError(std::string(what) + ": bad " + std::string(kind) + " '" + std::string(text) + "': " +
-                   std::string(why));
+  throw format::UsageError(std::string(what) + ": bad " + std::string(kind) + " '" + std::string(text) +
+                           "': " + std::string(why));
 }
 
 enum class Scaled { kOk, kMalformed, kTooLarge };

@@ -12,13 +12,13 @@
 #include <optional>
 
 #include "analysis/report.h"
+#include "format/error.h"
 #include "host/clocks.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
-#include "format/error.h"
+#include "workloads/closed_loop_run.h"
 #include "workloads/profile.h"
 #include "workloads/rng.h"
-#include "workloads/closed_loop_run.h"
 #include "workloads/synth.h"
 
 namespace iotape::workloads {
@@ -35,7 +35,7 @@ NextIo sequential_writes(uint64_t span, uint64_t block, uint32_t passes) {
   return [=](replay::ReplayIo& io) {
     if (*at >= total) return false;
     io = {};
-    io.op = Op::kWrite;
+    io.op = format::Op::kWrite;
     io.offset = *at % (span / block * block);
     io.length = block;
     *at += block;
@@ -47,7 +47,7 @@ NextIo random_writes(uint64_t span, uint64_t seed) {
   auto rng = std::make_shared<Rng>(seed);
   return [=](replay::ReplayIo& io) {
     io = {};
-    io.op = Op::kWrite;
+    io.op = format::Op::kWrite;
     io.offset = rng->below(span / kRandomBlock) * kRandomBlock;
     io.length = kRandomBlock;
     return true;
@@ -57,7 +57,7 @@ NextIo random_writes(uint64_t span, uint64_t seed) {
 class Bench {
  public:
   explicit Bench(const BenchOptions& o) : o_(o) {
-    if (!o.allow_write) throw UsageError(o.target + ": bench tests write the whole target: give --allow-write");
+    if (!o.allow_write) throw format::UsageError(o.target + ": bench tests write the whole target: give --allow-write");
     std::filesystem::create_directories(o.out_dir);
   }
 
@@ -143,7 +143,7 @@ class Bench {
   ordered_json finish(ordered_json s) {
     std::ofstream f(o_.out_dir + "/summary.json");
     f << s.dump(2) << "\n";
-    if (!f) throw error_errno(o_.out_dir + "/summary.json", "cannot write", errno);
+    if (!f) throw format::error_errno(o_.out_dir + "/summary.json", "cannot write", errno);
     return s;
   }
 
@@ -151,7 +151,7 @@ class Bench {
     targets_.clear();
     targets_.push_back(replay::open_writable_target(o_.target, o_.force));
     span_ = targets_[0].size / kFillBlock * kFillBlock;
-    if (span_ == 0) throw UsageError(o_.target + ": smaller than one 128 KiB block");
+    if (span_ == 0) throw format::UsageError(o_.target + ": smaller than one 128 KiB block");
   }
   const replay::Target& target() const { return targets_.at(0); }
   // The "target" metadata of a phase's trace: the random-write phase is the
@@ -210,10 +210,10 @@ class Bench {
       outcome = replay::run_replay(prepared, o_.stop ? *o_.stop : never);
     }
     open();
-    TraceReader reader(ro.result);
+    format::TraceReader reader(ro.result);
     const auto rep = analysis::analyse(reader);
     const auto lat = rep.data_latency();
-    const uint64_t bytes = rep.op(Op::kRead).bytes + rep.op(Op::kWrite).bytes;
+    const uint64_t bytes = rep.op(format::Op::kRead).bytes + rep.op(format::Op::kWrite).bytes;
     return {{"trace", ro.result},
             {"ios", outcome.ios},
             {"errors", outcome.errors},
@@ -269,7 +269,7 @@ nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& o)
   if (test == "consistency") return b.consistency();
   if (test == "trim") return b.trim();
   if (test == "fresh-vs-used") return b.fresh_vs_used();
-  throw UsageError("unknown bench test '" + test + "' (precondition, consistency, trim, fresh-vs-used)");
+  throw format::UsageError("unknown bench test '" + test + "' (precondition, consistency, trim, fresh-vs-used)");
 }
 
 }  // namespace iotape::workloads

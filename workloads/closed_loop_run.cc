@@ -4,16 +4,16 @@
 
 #include <algorithm>
 
-#include "host/clocks.h"
 #include "format/error.h"
+#include "host/clocks.h"
 
 namespace iotape::workloads {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
-WriterOptions writer_options() {
-  WriterOptions o;
+format::WriterOptions writer_options() {
+  format::WriterOptions o;
   o.reorder_window_ns = 10 * kSecond;  // IOs arrive in completion order
   return o;
 }
@@ -40,7 +40,7 @@ PhaseTrace::PhaseTrace(const std::string& path, const replay::Target& t, const s
     : path_(path), writer_(path, header(t, test, phase, label), writer_options()), start_(host::monotonic_ns()) {}
 
 void PhaseTrace::add(const replay::ReplayIo& io, int64_t issue, int64_t complete, int32_t status) {
-  Io out;
+  format::Io out;
   out.issue_ns = issue - start_;
   out.complete_ns = complete - start_;
   out.offset = io.offset;
@@ -77,10 +77,10 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
   loop.drain();
   s.duration_ns = host::monotonic_ns() - start;
   if (failed)
-    throw error_errno(targets[0].path,
-                      fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first",
-                                  failed, s.ios),
-                      -first_error);
+    throw format::error_errno(
+        targets[0].path,
+        fmt::format("{} of {} IOs failed (a short transfer fails with EIO, as in replay); the first", failed, s.ios),
+        -first_error);
   per_second.resize(std::min<size_t>(per_second.size(), static_cast<size_t>(s.duration_ns / kSecond)));
   s.ios_per_second = std::move(per_second);
   return s;
@@ -92,7 +92,7 @@ void discard_all(const std::vector<replay::Target>& targets, uint64_t span) {
                   [&](replay::ReplayIo& io) {
                     if (issued) return false;
                     io = {};
-                    io.op = Op::kDiscard;
+                    io.op = format::Op::kDiscard;
                     io.length = span;
                     return issued = true;
                   },

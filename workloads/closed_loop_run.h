@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "format/writer.h"
 #include "replay/closed_loop.h"
 #include "replay/target.h"
 #include "stats/histogram.h"
-#include "format/writer.h"
 
 namespace iotape::workloads {
 
@@ -30,7 +30,7 @@ class PhaseTrace {
 
  private:
   std::string path_;
-  TraceWriter writer_;
+  format::TraceWriter writer_;
   int64_t start_;
   uint64_t next_index_ = 0;
 };

@@ -16,7 +16,7 @@
 namespace iotape::workloads {
 namespace {
 
-bool selected(const Io& io, const IoFilter& f, const v1::TraceHeader& h) {
+bool selected(const format::Io& io, const IoFilter& f, const v1::TraceHeader& h) {
   if (f.pid && io.pid != *f.pid) return false;
   if (f.comm && io.comm != *f.comm) return false;
   if (f.device) {
@@ -27,7 +27,7 @@ bool selected(const Io& io, const IoFilter& f, const v1::TraceHeader& h) {
   return true;
 }
 
-int64_t end_of(const Io& io) { return io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns; }
+int64_t end_of(const format::Io& io) { return io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns; }
 
 std::vector<ChosenWindow> in_time_order(std::vector<ChosenWindow> chosen) {
   std::sort(chosen.begin(), chosen.end(),
@@ -58,26 +58,26 @@ struct Played {
 // with its output times. Returns the idle time cut away and the trace time
 // between the windows (see CutResult).
 template <class Emit>
-Played play_windows(TraceReader& reader, const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin,
-                    Emit emit) {
+Played play_windows(format::TraceReader& reader, const CutOptions& o, const std::vector<ChosenWindow>& chosen,
+                    int64_t origin, Emit emit) {
   Played played;
   int64_t& removed = played.removed_idle_ns;
   // Output time = input time - shift; the shift grows by every idle gap's excess over max_idle.
-  int64_t shift = kNoTime;
-  int64_t done = kNoTime;  // latest completion written, output time
-  int64_t prev_hi = kNoTime;
+  int64_t shift = format::kNoTime;
+  int64_t done = format::kNoTime;  // latest completion written, output time
+  int64_t prev_hi = format::kNoTime;
   for (const auto& c : chosen) {
     const int64_t lo = c.activity.start_ns, hi = c.activity.end_ns;
     // A window that does not touch the one before joins it: the trace time between them is no gap of the cut.
-    bool joining = prev_hi != kNoTime && lo > prev_hi;
+    bool joining = prev_hi != format::kNoTime && lo > prev_hi;
     if (joining) played.between_ns += lo - prev_hi;
     reader.seek_time(origin + lo);
-    Io io;
+    format::Io io;
     while (reader.next(io)) {
       const int64_t t = io.issue_ns - origin;
       if (t >= hi) break;
       if (t < lo || !selected(io, o.filter, reader.header())) continue;
-      if (shift == kNoTime) {
+      if (shift == format::kNoTime) {
         shift = io.issue_ns, done = 0;
       } else if (joining) {
         // The idle time measured at the join: the previous window's after its
@@ -95,7 +95,7 @@ Played play_windows(TraceReader& reader, const CutOptions& o, const std::vector<
         issue -= excess;
         removed += excess;
       }
-      Io out = io;
+      format::Io out = io;
       out.issue_ns = issue;
       if (io.has_queue()) out.queue_ns = io.queue_ns - shift;
       if (io.has_complete()) out.complete_ns = io.complete_ns - shift;
@@ -112,14 +112,14 @@ Played play_windows(TraceReader& reader, const CutOptions& o, const std::vector<
 // their source's times; other phases are renumbered to positions and times of
 // the output. Reads the chosen windows once more.
 std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin) {
-  TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces);
   const v1::TraceHeader& h = reader.header();
-  const PhaseMap map(h);
+  const format::PhaseMap map(h);
   const bool replayed = h.source() == v1::SOURCE_REPLAY;
   std::vector<v1::Phase> phases(h.phases().begin(), h.phases().end());
   std::vector<bool> seen(phases.size(), false);
   uint64_t position = 0;
-  play_windows(reader, o, chosen, origin, [&](const Io& out, const Io& in) {
+  play_windows(reader, o, chosen, origin, [&](const format::Io& out, const format::Io& in) {
     const int k = replayed ? map.of(in, 0) : map.at_time(in.issue_ns);
     const uint64_t at = replayed ? static_cast<uint64_t>(in.source_index) : position;
     ++position;
@@ -148,16 +148,16 @@ std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<Cho
 
 }  // namespace
 
-Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards) {
-  if (length_ns <= 0) throw UsageError("the window length must be positive");
+Activity measure_windows(format::TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards) {
+  if (length_ns <= 0) throw format::UsageError("the window length must be positive");
   Activity result;
   result.score_discards = score_discards;
-  int64_t last_end = kNoTime;
+  int64_t last_end = format::kNoTime;
   std::vector<WindowActivity>& windows = result.windows;
   // Busy time of the windows an interval still reaches into; a window closes
   // once an IO is issued after its end, since no later IO can start in it.
   std::map<size_t, stats::BusyTime> open;
-  int64_t origin = kNoTime;
+  int64_t origin = format::kNoTime;
   auto window = [&](size_t i) -> WindowActivity& {
     while (windows.size() <= i) {
       const auto start = static_cast<int64_t>(windows.size()) * length_ns;
@@ -171,9 +171,9 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
       open.erase(open.begin());
     }
   };
-  Io io;
+  format::Io io;
   while (reader.next(io)) {
-    if (origin == kNoTime) origin = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+    if (origin == format::kNoTime) origin = io.issue_ns;  // the grid starts at the first IO, whatever the filter
     last_end = std::max(last_end, end_of(io));     // and the trace ends at its last, whatever the filter
     if (!selected(io, filter, reader.header())) continue;
     result.timed |= io.has_complete();
@@ -182,9 +182,9 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
     const auto first = static_cast<size_t>(start / length_ns);
     close_before(first);
     WindowActivity& w = window(first);
-    const bool no_data = io.op == Op::kDiscard || io.op == Op::kWriteZeroes;
-    if (io.op == Op::kDiscard) w.discard_bytes += io.length;
-    if (io.op == Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
+    const bool no_data = io.op == format::Op::kDiscard || io.op == format::Op::kWriteZeroes;
+    if (io.op == format::Op::kDiscard) w.discard_bytes += io.length;
+    if (io.op == format::Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
     if (!no_data || score_discards) w.bytes += io.length;
     ++w.ios;
     for (size_t i = first; static_cast<int64_t>(i) * length_ns < std::max(end, start + 1); ++i) {
@@ -195,7 +195,7 @@ Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t le
     }
   }
   close_before(SIZE_MAX);
-  if (origin != kNoTime) result.span_ns = last_end - origin;
+  if (origin != format::kNoTime) result.span_ns = last_end - origin;
   auto load = [&](const WindowActivity& w) {
     return static_cast<double>(result.timed ? static_cast<uint64_t>(w.busy_ns) : w.ios);
   };
@@ -233,9 +233,9 @@ std::vector<size_t> by_score(const Activity& activity) {
 
 void too_short(const Activity& activity) {
   if (!activity.windows.empty() && activity.within() == 0)
-    throw UsageError(fmt::format("the trace spans {:.3f} s, less than one window of {:.3f} s: give a shorter --length",
-                                 activity.span_ns / 1e9,
-                                 activity.windows.empty() ? 0.0 : activity.windows[0].end_ns / 1e9));
+    throw format::UsageError(
+        fmt::format("the trace spans {:.3f} s, less than one window of {:.3f} s: give a shorter --length",
+                    activity.span_ns / 1e9, activity.windows.empty() ? 0.0 : activity.windows[0].end_ns / 1e9));
 }
 
 }  // namespace
@@ -262,9 +262,10 @@ std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count, s
   // The lowest scores, leaving out the windows a heavy cut of `count` takes.
   const size_t heavy = std::min<size_t>(count, order.size());
   if (heavy == order.size())
-    throw UsageError(fmt::format("all {} active windows within the trace are among the {} a heavy cut takes: "
-                                 "nothing light is left; give a shorter --length or a smaller --count",
-                                 order.size(), count));
+    throw format::UsageError(
+        fmt::format("all {} active windows within the trace are among the {} a heavy cut takes: "
+                    "nothing light is left; give a shorter --length or a smaller --count",
+                    order.size(), count));
   std::vector<ChosenWindow> chosen;
   const size_t candidates = order.size() - heavy;
   for (size_t r = 0; r < candidates && chosen.size() < count; ++r) {
@@ -279,7 +280,7 @@ std::vector<ChosenWindow> pick_light(const Activity& activity, uint32_t count, s
 }
 
 CutResult cut(const CutOptions& o) {
-  if (o.max_idle_ns < 0) throw UsageError("--max-idle must not be negative");
+  if (o.max_idle_ns < 0) throw format::UsageError("--max-idle must not be negative");
   CutResult result;
   if (o.mode == CutMode::kWindows) {
     for (const auto& w : o.windows) {
@@ -289,9 +290,9 @@ CutResult cut(const CutOptions& o) {
     result.chosen = in_time_order(std::move(result.chosen));
     for (size_t i = 1; i < result.chosen.size(); ++i)
       if (result.chosen[i].activity.start_ns < result.chosen[i - 1].activity.end_ns)
-        throw UsageError("windows overlap: give them without overlaps");
+        throw format::UsageError("windows overlap: give them without overlaps");
   } else {
-    TraceReader pass1(o.traces);
+    format::TraceReader pass1(o.traces);
     const auto activity = measure_windows(pass1, o.filter, o.length_ns, o.score_discards);
     result.windows_measured = activity.windows.size();
     result.windows_within = activity.within();
@@ -300,14 +301,14 @@ CutResult cut(const CutOptions& o) {
     result.chosen = o.mode == CutMode::kHeavy ? pick_heavy(activity, o.count, &result.note)
                                               : pick_light(activity, o.count, &result.note);
   }
-  TraceReader reader(o.traces);
-  int64_t origin = kNoTime;
+  format::TraceReader reader(o.traces);
+  int64_t origin = format::kNoTime;
   {
-    Io first;
+    format::Io first;
     if (reader.next(first)) origin = first.issue_ns;
   }
-  if (origin == kNoTime) throw TraceError(o.traces.front() + ": the trace has no IOs");
-  if (result.chosen.empty()) throw UsageError("no window has any selected IO: nothing to cut");
+  if (origin == format::kNoTime) throw format::TraceError(o.traces.front() + ": the trace has no IOs");
+  if (result.chosen.empty()) throw format::UsageError("no window has any selected IO: nothing to cut");
 
   v1::TraceHeader h = reader.header();
   auto& meta = *h.mutable_metadata();
@@ -333,8 +334,8 @@ CutResult cut(const CutOptions& o) {
     h.clear_phases();
     for (auto& p : clipped_phases(o, result.chosen, origin)) *h.add_phases() = std::move(p);
   }
-  TraceWriter writer(o.out, h);
-  const Played played = play_windows(reader, o, result.chosen, origin, [&](const Io& out, const Io&) {
+  format::TraceWriter writer(o.out, h);
+  const Played played = play_windows(reader, o, result.chosen, origin, [&](const format::Io& out, const format::Io&) {
     writer.append(out);
     ++result.ios;
   });

@@ -28,7 +28,7 @@ enum class CutMode { kHeavy, kLight, kWindows };
 
 // Which IOs of the input take part (in the measurement and in the output).
 struct IoFilter {
-  std::optional<DeviceFilter> device;
+  std::optional<format::DeviceFilter> device;
   std::optional<std::string> comm;
   std::optional<uint32_t> pid;
 };
@@ -93,7 +93,8 @@ struct CutResult {
 };
 
 // Pass 1: the activity of every window of `length_ns` from the first IO.
-Activity measure_windows(TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards = false);
+Activity measure_windows(format::TraceReader& reader, const IoFilter& filter, int64_t length_ns,
+                         bool score_discards = false);
 
 // The windows a heavy / light cut takes (at most `count`, fewer when fewer
 // qualify; *note then says why), in time order, each with the reason it was

@@ -12,8 +12,8 @@
 #include <iterator>
 #include <vector>
 
-#include "host/block_device.h"
 #include "format/error.h"
+#include "host/block_device.h"
 
 namespace iotape::workloads {
 namespace {
@@ -107,7 +107,7 @@ WriteAmplificationSource write_amplification_source(const replay::Target& t) {
 std::pair<double, double> host_and_media_bytes_written(const WriteAmplificationSource& w) {
   const auto smart = nvme_log(w.path, kSmartLog);
   const auto ocp = nvme_log(w.path, kOcpSmartExtendedLog);
-  if (!smart || !ocp) throw IoError(w.path + ": the NVMe logs read before the test are gone", EIO);
+  if (!smart || !ocp) throw format::IoError(w.path + ": the NVMe logs read before the test are gone", EIO);
   return {static_cast<double>(le64(*smart, 48)) * 512000.0, static_cast<double>(le64(*ocp, 0))};
 }
 

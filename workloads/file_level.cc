@@ -20,9 +20,9 @@
 #include <utility>
 #include <thread>
 
+#include "format/error.h"
 #include "host/clocks.h"
 #include "replay/engine.h"
-#include "format/error.h"
 #include "workloads/rng.h"
 
 extern char** environ;
@@ -47,19 +47,19 @@ void run_program(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw IoError(argv[0] + ": cannot run", rc);
+  if (rc != 0) throw format::IoError(argv[0] + ": cannot run", rc);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw IoError(fmt::format("{} failed (exit status {}); its output is in {}", argv[0], WEXITSTATUS(status), log),
-                  EIO);
+    throw format::IoError(
+        fmt::format("{} failed (exit status {}); its output is in {}", argv[0], WEXITSTATUS(status), log), EIO);
 }
 
 class Fd {
  public:
   Fd(const std::string& path, int flags, mode_t mode = 0644) : fd_(::open(path.c_str(), flags | O_CLOEXEC, mode)) {
-    if (fd_ < 0) throw error_errno(path, "cannot open", errno);
+    if (fd_ < 0) throw format::error_errno(path, "cannot open", errno);
   }
   ~Fd() { ::close(fd_); }
   int get() const { return fd_; }
@@ -78,7 +78,7 @@ std::pair<std::string, std::unique_ptr<Fd>> partition_view(const replay::Target&
                                                            uint64_t size) {
   Fd control("/dev/loop-control", O_RDWR);
   const int n = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
-  if (n < 0) throw error_errno("/dev/loop-control", "no free loop device", errno);
+  if (n < 0) throw format::error_errno("/dev/loop-control", "no free loop device", errno);
   const std::string dev = "/dev/loop" + std::to_string(n);
   auto loop = std::make_unique<Fd>(dev, O_RDWR);
   loop_config cfg{};
@@ -87,7 +87,8 @@ std::pair<std::string, std::unique_ptr<Fd>> partition_view(const replay::Target&
   cfg.info.lo_offset = offset;
   cfg.info.lo_sizelimit = size;
   cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
-  if (::ioctl(loop->get(), LOOP_CONFIGURE, &cfg) != 0) throw error_errno(dev, "LOOP_CONFIGURE over " + t.path, errno);
+  if (::ioctl(loop->get(), LOOP_CONFIGURE, &cfg) != 0)
+    throw format::error_errno(dev, "LOOP_CONFIGURE over " + t.path, errno);
   return {dev, std::move(loop)};
 }
 
@@ -105,7 +106,7 @@ class Mounts {
   Mounts(const replay::Target& t, const std::string& dir, const FileLevelPass& pass, const StartRecording& record,
          const std::string& mkfs_trace) {
     const uint64_t half = t.size / 2 / kMiB * kMiB;
-    if (half < 32 * kMiB) throw UsageError(t.path + ": too small for two 32 MiB partitions");
+    if (half < 32 * kMiB) throw format::UsageError(t.path + ": too small for two 32 MiB partitions");
     Fd disk(t.path, O_RDWR | O_DIRECT);
     std::vector<std::unique_ptr<Fd>> holds;
     for (int n = 1; n <= 2; ++n) {
@@ -129,7 +130,7 @@ class Mounts {
       const std::string mnt = dir + "/mnt" + std::to_string(n);
       fs::create_directories(mnt);
       const std::string& dev = devices_[n - 1];
-      if (::mount(dev.c_str(), mnt.c_str(), "ext4", 0, "") != 0) throw error_errno(dev, "cannot mount", errno);
+      if (::mount(dev.c_str(), mnt.c_str(), "ext4", 0, "") != 0) throw format::error_errno(dev, "cannot mount", errno);
       mounted_.push_back(mnt);
     }
   }
@@ -160,11 +161,12 @@ void write_file(const std::string& path, uint64_t bytes, const std::vector<char>
   uint64_t at = seed % (data.size() / 2);
   for (uint64_t done = 0; done < bytes;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - done, kMiB));
-    if (::write(fd.get(), data.data() + at, n) != static_cast<ssize_t>(n)) throw error_errno(path, "cannot write", errno);
+    if (::write(fd.get(), data.data() + at, n) != static_cast<ssize_t>(n))
+      throw format::error_errno(path, "cannot write", errno);
     done += n;
     at = (at + 4096) % (data.size() / 2);
   }
-  if (::fsync(fd.get()) != 0) throw error_errno(path, "fsync", errno);
+  if (::fsync(fd.get()) != 0) throw format::error_errno(path, "fsync", errno);
 }
 
 uint64_t read_file(const std::string& path, std::vector<char>& buf) {
@@ -172,7 +174,7 @@ uint64_t read_file(const std::string& path, std::vector<char>& buf) {
   uint64_t total = 0;
   for (;;) {
     const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0) throw error_errno(path, "cannot read", errno);
+    if (n < 0) throw format::error_errno(path, "cannot read", errno);
     if (n == 0) return total;
     total += static_cast<uint64_t>(n);
   }
@@ -183,11 +185,12 @@ void copy_file(const std::string& from, const std::string& to, std::vector<char>
   Fd out(to, O_WRONLY | O_CREAT | O_TRUNC);
   for (;;) {
     const ssize_t n = ::read(in.get(), buf.data(), buf.size());
-    if (n < 0) throw error_errno(from, "cannot read", errno);
+    if (n < 0) throw format::error_errno(from, "cannot read", errno);
     if (n == 0) break;
-    if (::write(out.get(), buf.data(), static_cast<size_t>(n)) != n) throw error_errno(to, "cannot write", errno);
+    if (::write(out.get(), buf.data(), static_cast<size_t>(n)) != n)
+      throw format::error_errno(to, "cannot write", errno);
   }
-  if (::fsync(out.get()) != 0) throw error_errno(to, "fsync", errno);
+  if (::fsync(out.get()) != 0) throw format::error_errno(to, "fsync", errno);
 }
 
 // Out of the page cache: the next read of these files goes to the drive.
@@ -221,7 +224,7 @@ std::vector<File> file_set(const std::string& name, const FileSets& s, uint64_t 
 nlohmann::ordered_json run_file_level(const replay::Target& target, const FileSets& sets, const std::string& dir,
                                       const FileLevelPass& pass, const StartRecording& record,
                                       const std::atomic<bool>& stop) {
-  if (!target.block) throw UsageError(target.path + ": file-level tests need a block device to partition");
+  if (!target.block) throw format::UsageError(target.path + ": file-level tests need a block device to partition");
   const std::string mkfs_trace = "file-" + pass.name + "-mkfs.iot";
   Mounts mounts(target, dir, pass, record, dir + "/" + mkfs_trace);
   std::vector<char> data(8 * kMiB), buf(kMiB);

@@ -21,7 +21,7 @@ const std::set<std::string> kPhaseKeys = {"name", "weight",  "read",   "sizes", 
 const std::set<std::string> kProfileKeys = {"description", "span", "ios", "duration", "device", "phases"};
 
 [[noreturn]] void fail(const std::string& origin, const std::string& what) {
-  throw InputError(origin + ": " + what);
+  throw format::InputError(origin + ": " + what);
 }
 
 double percent(const json& v, const std::string& origin, const std::string& key) {
@@ -38,7 +38,7 @@ template <class Parse>
 auto unit_of(Parse parse, const std::string& text, const std::string& origin, const std::string& key) {
   try {
     return parse(text, "\"" + key + "\"");
-  } catch (const UsageError& e) {
+  } catch (const format::UsageError& e) {
     fail(origin, e.what());
   }
 }
@@ -54,7 +54,7 @@ Share range_of(const std::string& key, double weight, bool bytes, const std::str
     if (bytes) return units::parse_size(t, "\"sizes\"");
     size_t used = 0;
     const uint64_t v = std::stoull(t, &used);
-    if (used != t.size()) throw InputError("bad number '" + t + "'");
+    if (used != t.size()) throw format::InputError("bad number '" + t + "'");
     return v;
   };
   Share s;
@@ -222,13 +222,14 @@ Profile load_profile(const std::string& name_or_path) {
   if (!f) {
     std::string names;
     for (const auto& b : builtin_profiles()) names += std::string(names.empty() ? "" : ", ") + b.name;
-    throw UsageError("'" + name_or_path + "' is neither a built-in profile (" + names + ") nor a readable file");
+    throw format::UsageError("'" + name_or_path + "' is neither a built-in profile (" + names +
+                             ") nor a readable file");
   }
   json doc;
   try {
     doc = json::parse(f, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
-    throw InputError(name_or_path + ": not JSON: " + e.what());
+    throw format::InputError(name_or_path + ": not JSON: " + e.what());
   }
   return parse_profile(doc, name_or_path);
 }

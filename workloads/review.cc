@@ -13,14 +13,14 @@
 #include "analysis/report.h"
 #include "analysis/review_document.h"
 #include "analysis/review_page.h"
+#include "format/error.h"
+#include "format/reader.h"
+#include "format/version.h"
+#include "host/block_device.h"
 #include "host/clocks.h"
 #include "replay/cpu_load.h"
 #include "replay/replayer.h"
 #include "replay/target.h"
-#include "host/block_device.h"
-#include "format/error.h"
-#include "format/reader.h"
-#include "format/version.h"
 #include "units/units.h"
 #include "workloads/bench.h"
 #include "workloads/closed_loop_run.h"
@@ -131,7 +131,7 @@ NextIo spec_ios(const Spec& s, uint64_t span, uint64_t seed) {
     const uint64_t length = sh->low + st->rng.below((sh->high - sh->low) / 512 + 1) * 512;
     const bool read = st->rng.chance(s.read_share);
     io = {};
-    io.op = read ? Op::kRead : Op::kWrite;
+    io.op = read ? format::Op::kRead : format::Op::kWrite;
     io.length = length;
     uint64_t& next = st->next[read ? 0 : 1];
     if (st->rng.chance(s.sequential) && next + length <= span) {
@@ -237,18 +237,18 @@ void write_json(const std::string& path, const ordered_json& j) {
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << analysis::review_json_text(j);
-    if (!f) throw error_errno(tmp, "cannot write", errno);
+    if (!f) throw format::error_errno(tmp, "cannot write", errno);
   }
   fs::rename(tmp, path);
 }
 
 ordered_json read_json(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw error_errno(path, "cannot open", errno);
+  if (!f) throw format::error_errno(path, "cannot open", errno);
   try {
     return ordered_json::parse(std::string(std::istreambuf_iterator<char>(f), {}));
   } catch (const nlohmann::json::exception& x) {
-    throw InputError(path + ": not JSON: " + x.what());
+    throw format::InputError(path + ": not JSON: " + x.what());
   }
 }
 
@@ -263,7 +263,7 @@ class Review {
     targets_.clear();
     targets_.push_back(replay::open_writable_target(o_.target, o_.force));
     span_ = targets_[0].size / kAlign * kAlign;
-    if (span_ == 0) throw UsageError(o_.target + ": smaller than 1 MiB");
+    if (span_ == 0) throw format::UsageError(o_.target + ": smaller than 1 MiB");
   }
   const replay::Target& target() const { return targets_.at(0); }
   std::string label() const { return o_.label.empty() ? target().name : o_.label; }
@@ -398,20 +398,20 @@ class Review {
     const std::string path = dir_ + "/" + name + ".iot";
     v1::TraceHeader h;
     {
-      TraceReader first(parts.front());
+      format::TraceReader first(parts.front());
       h = first.header();
     }
     h.set_source_detail("review:" + test_);
     (*h.mutable_metadata())["bench.phase"] = "all";
     for (const auto& r : records) *h.add_phases() = r;
-    TraceWriter out(path, h);
+    format::TraceWriter out(path, h);
     uint64_t index = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
-      TraceReader in(parts[i]);
-      Io io;
+      format::TraceReader in(parts[i]);
+      format::Io io;
       while (in.next(io)) {
         io.issue_ns += records[i].start_ns();
-        if (io.complete_ns != kNoTime) io.complete_ns += records[i].start_ns();
+        if (io.complete_ns != format::kNoTime) io.complete_ns += records[i].start_ns();
         io.source_index = static_cast<int64_t>(index++);
         out.append(io);
       }
@@ -505,7 +505,7 @@ class Review {
         [&](replay::ReplayIo& io) {
           if (at >= span_) return false;
           io = {};
-          io.op = Op::kWrite;
+          io.op = format::Op::kWrite;
           io.offset = at;
           io.length = 128 << 10;
           at += io.length;
@@ -642,9 +642,9 @@ class Review {
     }
     open();
     if (outcome.interrupted) throw Interrupted{};
-    TraceReader reader(ro.result);
+    format::TraceReader reader(ro.result);
     const auto rep = analysis::analyse(reader);
-    const uint64_t rd = rep.op(Op::kRead).bytes, wr = rep.op(Op::kWrite).bytes;
+    const uint64_t rd = rep.op(format::Op::kRead).bytes, wr = rep.op(format::Op::kWrite).bytes;
     ordered_json out;
     out["workload"] = {{"profile", profile}, {"ios", ios}, {"trace", workload_name}};
     out["trace"] = result_name;
@@ -659,17 +659,16 @@ class Review {
     const auto lat = rep.data_latency();
     out["mean_latency_us"] = lat.mean() / 1e3;
     out["p99_latency_us"] = lat.percentile(99) / 1e3;
-    const uint64_t data_ios = rep.op(Op::kRead).ios + rep.op(Op::kWrite).ios;
+    const uint64_t data_ios = rep.op(format::Op::kRead).ios + rep.op(format::Op::kWrite).ios;
     ordered_json sizes = ordered_json::object();
     for (size_t i = 0; i < analysis::SizeMix::kBucketNames.size(); ++i)
       sizes[std::string(analysis::SizeMix::kBucketNames[i])] =
           rep.sizes.ios() ? 100.0 * rep.sizes.buckets()[i] / rep.sizes.ios() : 0.0;
-    out["breakdown"] = {{"reads_pct", data_ios ? 100.0 * rep.op(Op::kRead).ios / data_ios : 0.0},
-                        {"sequential_pct", rep.sequential.ios() ? 100.0 * rep.sequential.sequential() /
-                                                                      rep.sequential.ios()
-                                                                : 0.0},
-                        {"mean_queue_depth", rep.queue_depth.mean()},
-                        {"size_pct", sizes}};
+    out["breakdown"] = {
+        {"reads_pct", data_ios ? 100.0 * rep.op(format::Op::kRead).ios / data_ios : 0.0},
+        {"sequential_pct", rep.sequential.ios() ? 100.0 * rep.sequential.sequential() / rep.sequential.ios() : 0.0},
+        {"mean_queue_depth", rep.queue_depth.mean()},
+        {"size_pct", sizes}};
     out["headline"] = ordered_json::array({headline("average data rate", out["MBps"]["combined"], "MB/s", true),
                                            headline("disk busy time", out["busy_s"], "s", false)});
     return out;
@@ -809,7 +808,7 @@ const ReviewTestDef kTests[] = {
 const ReviewTestDef& info(const std::string& name) {
   for (const auto& t : kTests)
     if (name == t.name) return t;
-  throw UsageError("unknown review test '" + name + "' (iotape review --help lists them)");
+  throw format::UsageError("unknown review test '" + name + "' (iotape review --help lists them)");
 }
 
 ordered_json Review::run(const ReviewTestDef& test, const std::string& dir) {
@@ -915,14 +914,14 @@ void publish_review(const std::string& out_dir, analysis::ReviewDocument& doc) {
   write_json(out_dir + "/review.json", to_json(doc));
   std::ofstream page(out_dir + "/review.html", std::ios::binary | std::ios::trunc);
   page << analysis::review_html({doc}, review_page_tests());
-  if (!page) throw error_errno(out_dir + "/review.html", "cannot write", errno);
+  if (!page) throw format::error_errno(out_dir + "/review.html", "cannot write", errno);
 }
 
 }  // namespace
 
 ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
                          const std::function<void(const ReviewProgress&)>& progress) {
-  if (!o.allow_write) throw UsageError(o.target + ": the review writes the whole target: give --allow-write");
+  if (!o.allow_write) throw format::UsageError(o.target + ": the review writes the whole target: give --allow-write");
   const int64_t begin = host::monotonic_ns();
   const std::string review_json = o.out_dir + "/review.json";
   const ordered_json options = review_options_json(o);
@@ -930,7 +929,7 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
     const ordered_json before = read_json(review_json);
     for (const auto& [key, value] : options.items())
       if (!before.contains("options") || before["options"].value(key, ordered_json()) != value)
-        throw UsageError(fmt::format(
+        throw format::UsageError(fmt::format(
             "{}: made with other options ({}: {} there, {} here): rerun with the same options to resume, or give "
             "another directory",
             o.out_dir, key, before.contains("options") ? before["options"].value(key, ordered_json()).dump() : "none",
@@ -942,7 +941,7 @@ ReviewOutcome run_review(const ReviewOptions& o, const std::atomic<bool>& stop,
   const auto plan = review_plan(o, review.target().size);
   const WriteAmplificationSource wa = write_amplification_source(review.target());
   analysis::ReviewDocument doc;
-  doc.iotape_version = kVersion;
+  doc.iotape_version = format::kVersion;
   doc.options = review_suite_options(o);
   doc.drive = describe_drive(review.target(), o.label);
   doc.write_amplification = {wa.available, wa.available ? std::string() : wa.reason};

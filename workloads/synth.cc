@@ -93,7 +93,7 @@ v1::Phase phase_record(const Profile& prof, const Phase& p, const PhaseSpan& at)
 class Generator {
  public:
   // Without `out` the IOs are only counted: a dry run that finds the phases' spans.
-  Generator(const Profile& prof, uint64_t span, uint64_t seed, TraceWriter* out)
+  Generator(const Profile& prof, uint64_t span, uint64_t seed, format::TraceWriter* out)
       : prof_(prof), span_(span), rng_(seed), out_(out) {}
 
   // Plays `phase` until `ios` more IOs were written or trace time reaches `until_ns`.
@@ -149,9 +149,9 @@ class Generator {
     const bool read = rng_.chance(p.read_share);
     uint64_t& cursor = cursor_[2 * thread + (read ? 0 : 1)];
     const uint64_t zone_start = thread * zone_;
-    Io io;
+    format::Io io;
     io.issue_ns = issue;
-    io.op = read ? Op::kRead : Op::kWrite;
+    io.op = read ? format::Op::kRead : format::Op::kWrite;
     io.length = length;
     if (rng_.chance(p.sequential) && cursor + length <= zone_start + zone_) {
       io.offset = cursor;
@@ -176,7 +176,7 @@ class Generator {
   const Profile& prof_;
   uint64_t span_;
   Rng rng_;
-  TraceWriter* out_;
+  format::TraceWriter* out_;
   const Phase* phase_ = nullptr;
   std::vector<PhaseSpan> spans_;
   uint64_t zone_ = 0;
@@ -192,13 +192,13 @@ SynthResult synthesize(const Profile& prof, const SynthOptions& o, const std::st
   for (const auto& p : prof.phases)
     for (const auto& s : p.sizes)
       if (s.high * p.threads > span)
-        throw UsageError(fmt::format("{}: span {} is too small for {} IOs of {} bytes", prof.name, span,
-                                     p.threads > 1 ? fmt::format("{} zones of", p.threads) : "", s.high));
+        throw format::UsageError(fmt::format("{}: span {} is too small for {} IOs of {} bytes", prof.name, span,
+                                             p.threads > 1 ? fmt::format("{} zones of", p.threads) : "", s.high));
   uint64_t ios = prof.ios;
   int64_t duration = prof.duration_ns;
   if (o.ios) ios = *o.ios, duration = 0;
   if (o.duration_ns) duration = *o.duration_ns, ios = 0;
-  if (ios == 0 && duration <= 0) throw UsageError("the length must be positive");
+  if (ios == 0 && duration <= 0) throw format::UsageError("the length must be positive");
 
   v1::TraceHeader h;
   h.set_source(v1::SOURCE_SYNTH);
@@ -214,7 +214,7 @@ SynthResult synthesize(const Profile& prof, const SynthOptions& o, const std::st
   h.set_source_detail(fmt::format("synth:{} seed={} span={} {}", prof.name, o.seed, span,
                                   ios ? fmt::format("ios={}", ios) : fmt::format("duration_ns={}", duration)));
 
-  auto generate = [&](TraceWriter* writer) {
+  auto generate = [&](format::TraceWriter* writer) {
     Generator gen(prof, span, o.seed, writer);
     double total_weight = 0;
     for (const auto& p : prof.phases) total_weight += p.weight;
@@ -235,7 +235,7 @@ SynthResult synthesize(const Profile& prof, const SynthOptions& o, const std::st
   // dry run (the same seed gives the same IOs) finds out.
   const Generator dry = generate(nullptr);
   for (size_t i = 0; i < prof.phases.size(); ++i) *h.add_phases() = phase_record(prof, prof.phases[i], dry.spans()[i]);
-  TraceWriter writer(out, h);
+  format::TraceWriter writer(out, h);
   const Generator gen = generate(&writer);
   writer.close();
   return {gen.written(), gen.now()};

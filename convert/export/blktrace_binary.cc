@@ -5,53 +5,62 @@
 #include <unordered_set>
 #include <vector>
 
-#include "format/blktrace_layout.h"
 #include "convert/export/block_events.h"
 #include "convert/export/formats.h"
+#include "format/blktrace_layout.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
-namespace category = blktrace::category;
-constexpr uint32_t kRecordMagic = blktrace::kMagic | blktrace::kVersion;
+namespace category = format::blktrace::category;
+constexpr uint32_t kRecordMagic = format::blktrace::kMagic | format::blktrace::kVersion;
 
 }  // namespace
 
-ExportReport export_blktrace(TraceReader& in, std::FILE* out) {
+ExportReport export_blktrace(format::TraceReader& in, std::FILE* out) {
   ExportReport r;
   std::vector<uint32_t> sequence;  // per CPU, as the kernel numbers events
-  int64_t t0 = kNoTime;
+  int64_t t0 = format::kNoTime;
   std::unordered_set<uint32_t> named_pids;
   const auto& devices = in.header().devices();
-  auto device_of = [&](const Io& io) -> uint32_t {
+  auto device_of = [&](const format::Io& io) -> uint32_t {
     if (io.device >= static_cast<uint32_t>(devices.size())) return io.device;
-    return blktrace::device(devices[io.device].major(), devices[io.device].minor());
+    return format::blktrace::device(devices[io.device].major(), devices[io.device].minor());
   };
   BlockEventStream events([&](const BlockEvent& e) {
-    const Io& io = e.io;
+    const format::Io& io = e.io;
     const uint64_t t = e.time_ns > t0 ? static_cast<uint64_t>(e.time_ns - t0) : 0;
     const uint32_t cpu = io.cpu < 0 ? 0 : static_cast<uint32_t>(io.cpu);
     if (sequence.size() <= cpu) sequence.resize(cpu + 1);
     if (io.pid && !io.comm.empty() && named_pids.insert(io.pid).second) {
       char comm[16] = {};
       std::memcpy(comm, io.comm.data(), std::min<size_t>(io.comm.size(), 15));
-      const uint32_t notify = blktrace::action(blktrace::kNotifyProcessName, category::kNotify);
-      const blktrace::Record note{kRecordMagic, 0, t, 0, 0, notify, io.pid, device_of(io), cpu, 0, sizeof comm};
+      const uint32_t notify = format::blktrace::action(format::blktrace::kNotifyProcessName, category::kNotify);
+      const format::blktrace::Record note{kRecordMagic, 0, t, 0, 0, notify, io.pid, device_of(io), cpu, 0, sizeof comm};
       std::fwrite(&note, sizeof note, 1, out);
       std::fwrite(comm, sizeof comm, 1, out);
     }
-    const uint32_t what = e.action == BlockAction::kQueue ? blktrace::action(blktrace::kQueue, category::kQueue)
-                          : e.action == BlockAction::kIssue ? blktrace::action(blktrace::kIssue, category::kIssue)
-                                                            : blktrace::action(blktrace::kComplete, category::kComplete);
-    const blktrace::Record rec{kRecordMagic, ++sequence[cpu], t, io.offset / 512, static_cast<uint32_t>(io.length),
-                               what | (blktrace_categories(io) << 16), io.pid, device_of(io), cpu,
-                               static_cast<uint16_t>(io.status < 0 ? -io.status : io.status), 0};
+    const uint32_t what =
+        e.action == BlockAction::kQueue   ? format::blktrace::action(format::blktrace::kQueue, category::kQueue)
+        : e.action == BlockAction::kIssue ? format::blktrace::action(format::blktrace::kIssue, category::kIssue)
+                                          : format::blktrace::action(format::blktrace::kComplete, category::kComplete);
+    const format::blktrace::Record rec{kRecordMagic,
+                                       ++sequence[cpu],
+                                       t,
+                                       io.offset / 512,
+                                       static_cast<uint32_t>(io.length),
+                                       what | (blktrace_categories(io) << 16),
+                                       io.pid,
+                                       device_of(io),
+                                       cpu,
+                                       static_cast<uint16_t>(io.status < 0 ? -io.status : io.status),
+                                       0};
     std::fwrite(&rec, sizeof rec, 1, out);
   });
   for (auto batch = in.next_batch(); !batch.empty(); batch = in.next_batch())
-    for (const Io& io : batch) {
+    for (const format::Io& io : batch) {
       // blkparse shows times relative to the first event; start there.
-      if (t0 == kNoTime) t0 = io.has_queue() ? std::min(io.queue_ns, io.issue_ns) : io.issue_ns;
+      if (t0 == format::kNoTime) t0 = io.has_queue() ? std::min(io.queue_ns, io.issue_ns) : io.issue_ns;
       if (io.length > UINT32_MAX) {
         ++r.skipped;
         continue;
@@ -66,4 +75,4 @@ ExportReport export_blktrace(TraceReader& in, std::FILE* out) {
   return r;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

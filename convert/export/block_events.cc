@@ -4,24 +4,34 @@
 
 #include "format/blktrace_layout.h"
 
-namespace iotape {
+namespace iotape::convert {
 
-namespace category = blktrace::category;
+namespace category = format::blktrace::category;
 
-uint32_t blktrace_categories(const Io& io) {
+uint32_t blktrace_categories(const format::Io& io) {
   uint32_t c = category::kFs;
   switch (io.op) {
-    case Op::kRead: c |= category::kRead; break;
-    case Op::kWrite: case Op::kWriteZeroes: c |= category::kWrite; break;
-    case Op::kDiscard: c |= category::kWrite | category::kDiscard; break;
-    case Op::kFlush: c |= category::kWrite | category::kFlush; break;
-    case Op::kOther: break;
+    case format::Op::kRead:
+      c |= category::kRead;
+      break;
+    case format::Op::kWrite:
+    case format::Op::kWriteZeroes:
+      c |= category::kWrite;
+      break;
+    case format::Op::kDiscard:
+      c |= category::kWrite | category::kDiscard;
+      break;
+    case format::Op::kFlush:
+      c |= category::kWrite | category::kFlush;
+      break;
+    case format::Op::kOther:
+      break;
   }
-  if (io.flags & flag::kSync) c |= category::kSync;
-  if (io.flags & flag::kFua) c |= category::kFua;
-  if (io.flags & flag::kPreflush) c |= category::kFlush;
-  if (io.flags & flag::kMeta) c |= category::kMeta;
-  if (io.flags & flag::kReadahead) c |= category::kAhead;
+  if (io.flags & format::flag::kSync) c |= category::kSync;
+  if (io.flags & format::flag::kFua) c |= category::kFua;
+  if (io.flags & format::flag::kPreflush) c |= category::kFlush;
+  if (io.flags & format::flag::kMeta) c |= category::kMeta;
+  if (io.flags & format::flag::kReadahead) c |= category::kAhead;
   return c;
 }
 
@@ -36,8 +46,8 @@ std::string blkparse_rwbs(uint32_t c, uint64_t bytes) {
   return s;
 }
 
-void BlockEventStream::add(const Io& in) {
-  Io io = in;
+void BlockEventStream::add(const format::Io& in) {
+  format::Io io = in;
   io.comm = names_.intern(io.comm);
   // Later IOs can still have queue events as early as their issue time minus
   // the longest queue-to-issue time seen so far.
@@ -50,16 +60,16 @@ void BlockEventStream::add(const Io& in) {
 
 void BlockEventStream::finish() { release_before(std::numeric_limits<int64_t>::max()); }
 
-void BlockEventStream::push(int64_t t, BlockAction a, const Io& io) { pending_.push({t, a, seq_++, io}); }
+void BlockEventStream::push(int64_t t, BlockAction a, const format::Io& io) { pending_.push({t, a, seq_++, io}); }
 
 void BlockEventStream::release_before(int64_t t) {
   while (!pending_.empty() && pending_.top().time_ns < t) {
     const BlockEvent& e = pending_.top();
-    if (last_delivered_ != kNoTime && e.time_ns < last_delivered_) ++out_of_order_;
+    if (last_delivered_ != format::kNoTime && e.time_ns < last_delivered_) ++out_of_order_;
     last_delivered_ = std::max(last_delivered_, e.time_ns);
     sink_(e);
     pending_.pop();
   }
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -13,10 +13,10 @@
 #include "format/io.h"
 #include "format/name_interner.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // blktrace's category bits (blktrace::category) for an IO's events.
-uint32_t blktrace_categories(const Io& io);
+uint32_t blktrace_categories(const format::Io& io);
 // The RWBS letters blkparse prints for events of those categories and size:
 // [F]{D|W|R|N}[F][A][S][M], N for a zero-size request that is not a write.
 std::string blkparse_rwbs(uint32_t categories, uint64_t bytes);
@@ -27,7 +27,7 @@ struct BlockEvent {
   int64_t time_ns;
   BlockAction action;
   uint64_t seq;       // arrival order; breaks ties so Q precedes D precedes C
-  Io io;              // comm points into the stream's own storage
+  format::Io io;      // comm points into the stream's own storage
 };
 
 // Feed IOs in issue order with add(); events come out of the callback in time
@@ -39,7 +39,7 @@ class BlockEventStream {
   using Sink = std::function<void(const BlockEvent&)>;
   explicit BlockEventStream(Sink sink) : sink_(std::move(sink)) {}
 
-  void add(const Io& io);
+  void add(const format::Io& io);
   void finish();  // delivers everything still pending
   uint64_t out_of_order() const { return out_of_order_; }
 
@@ -49,16 +49,16 @@ class BlockEventStream {
       return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.seq > b.seq;
     }
   };
-  void push(int64_t t, BlockAction a, const Io& io);
+  void push(int64_t t, BlockAction a, const format::Io& io);
   void release_before(int64_t t);
 
   Sink sink_;
   std::priority_queue<BlockEvent, std::vector<BlockEvent>, Later> pending_;
-  NameInterner names_;  // pending events point into it
+  format::NameInterner names_;  // pending events point into it
   uint64_t seq_ = 0;
   int64_t max_queue_lead_ = 0;
-  int64_t last_delivered_ = kNoTime;
+  int64_t last_delivered_ = format::kNoTime;
   uint64_t out_of_order_ = 0;
 };
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -12,7 +12,7 @@
 
 #include "format/reader.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 struct ExportReport {
   uint64_t ios = 0;       // IOs written
@@ -24,10 +24,10 @@ struct Exporter {
   std::string_view name;     // the FORMAT of `iotape export FORMAT`
   std::string_view summary;  // one line for --help
   std::string_view drops;    // the iotape fields the format cannot carry
-  ExportReport (*run)(TraceReader& in, std::FILE* out);
+  ExportReport (*run)(format::TraceReader& in, std::FILE* out);
 };
 
 std::span<const Exporter> exporters();
 const Exporter* find_exporter(std::string_view name);
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -7,7 +7,7 @@
 
 #include "convert/export/formats.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 std::string file_name(const v1::Device& d, uint32_t index) {
@@ -18,17 +18,17 @@ std::string file_name(const v1::Device& d, uint32_t index) {
 
 }  // namespace
 
-ExportReport export_fio_iolog(TraceReader& in, std::FILE* out) {
+ExportReport export_fio_iolog(format::TraceReader& in, std::FILE* out) {
   ExportReport r;
   fmt::print(out, "fio version 3 iolog\n");
   std::vector<std::string> names;  // per device index, set once the device is opened
-  int64_t t0 = kNoTime;
+  int64_t t0 = format::kNoTime;
   int64_t last_us = 0;
   uint64_t zeroes = 0, other = 0;
   for (auto batch = in.next_batch(); !batch.empty(); batch = in.next_batch()) {
     const auto& devices = in.header().devices();
-    for (const Io& io : batch) {
-      if (t0 == kNoTime) t0 = io.issue_ns;
+    for (const format::Io& io : batch) {
+      if (t0 == format::kNoTime) t0 = io.issue_ns;
       const int64_t us = std::max<int64_t>(0, (io.issue_ns - t0) / 1000);
       last_us = std::max(last_us, us);
       if (names.size() <= io.device) names.resize(io.device + 1);
@@ -40,12 +40,25 @@ ExportReport export_fio_iolog(TraceReader& in, std::FILE* out) {
       }
       const char* action = nullptr;
       switch (io.op) {
-        case Op::kRead: action = "read"; break;
-        case Op::kWrite: action = "write"; break;
-        case Op::kWriteZeroes: action = "write"; ++zeroes; break;
-        case Op::kDiscard: action = "trim"; break;
-        case Op::kFlush: action = "sync"; break;
-        case Op::kOther: ++other; break;
+        case format::Op::kRead:
+          action = "read";
+          break;
+        case format::Op::kWrite:
+          action = "write";
+          break;
+        case format::Op::kWriteZeroes:
+          action = "write";
+          ++zeroes;
+          break;
+        case format::Op::kDiscard:
+          action = "trim";
+          break;
+        case format::Op::kFlush:
+          action = "sync";
+          break;
+        case format::Op::kOther:
+          ++other;
+          break;
       }
       if (!action) {
         ++r.skipped;
@@ -63,4 +76,4 @@ ExportReport export_fio_iolog(TraceReader& in, std::FILE* out) {
   return r;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

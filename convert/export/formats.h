@@ -6,12 +6,12 @@
 
 #include "convert/export/exporter.h"
 
-namespace iotape {
+namespace iotape::convert {
 
-ExportReport export_fio_iolog(TraceReader& in, std::FILE* out);
-ExportReport export_blktrace(TraceReader& in, std::FILE* out);
-ExportReport export_blkparse(TraceReader& in, std::FILE* out);
-ExportReport export_csv(TraceReader& in, std::FILE* out);
-ExportReport export_jsonl(TraceReader& in, std::FILE* out);
+ExportReport export_fio_iolog(format::TraceReader& in, std::FILE* out);
+ExportReport export_blktrace(format::TraceReader& in, std::FILE* out);
+ExportReport export_blkparse(format::TraceReader& in, std::FILE* out);
+ExportReport export_csv(format::TraceReader& in, std::FILE* out);
+ExportReport export_jsonl(format::TraceReader& in, std::FILE* out);
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -1,7 +1,7 @@
 #include "convert/export/exporter.h"
 #include "convert/export/formats.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr Exporter kExporters[] = {
@@ -29,4 +29,4 @@ const Exporter* find_exporter(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

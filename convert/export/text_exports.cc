@@ -5,21 +5,21 @@
 #include "convert/export/formats.h"
 #include "convert/export/text_formats.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
-const v1::Device* device_of(const TraceReader& in, const Io& io) {
+const v1::Device* device_of(const format::TraceReader& in, const format::Io& io) {
   const auto& d = in.header().devices();
   return io.device < static_cast<uint32_t>(d.size()) ? &d[io.device] : nullptr;
 }
 
 template <typename Line>
-ExportReport export_lines(TraceReader& in, std::FILE* out, Line line) {
+ExportReport export_lines(format::TraceReader& in, std::FILE* out, Line line) {
   ExportReport r;
   std::string buf;
   for (auto batch = in.next_batch(); !batch.empty(); batch = in.next_batch()) {
     buf.clear();
-    for (const Io& io : batch) {
+    for (const format::Io& io : batch) {
       buf += line(io, r.ios++, device_of(in, io));
       buf += '\n';
     }
@@ -30,21 +30,21 @@ ExportReport export_lines(TraceReader& in, std::FILE* out, Line line) {
 
 }  // namespace
 
-ExportReport export_csv(TraceReader& in, std::FILE* out) {
+ExportReport export_csv(format::TraceReader& in, std::FILE* out) {
   fmt::print(out, "{}\n", csv_header());
   return export_lines(in, out, format_csv);
 }
 
-ExportReport export_jsonl(TraceReader& in, std::FILE* out) { return export_lines(in, out, format_jsonl); }
+ExportReport export_jsonl(format::TraceReader& in, std::FILE* out) { return export_lines(in, out, format_jsonl); }
 
-ExportReport export_blkparse(TraceReader& in, std::FILE* out) {
+ExportReport export_blkparse(format::TraceReader& in, std::FILE* out) {
   // blkparse's default line: "%3d,%-3d %2d %8d %5T.%9t %5p  %2a %3d ...", with
   // per-CPU sequence numbers and times relative to the first event.
   ExportReport r;
-  int64_t t0 = kNoTime;
+  int64_t t0 = format::kNoTime;
   std::vector<uint32_t> sequence;
   BlockEventStream events([&](const BlockEvent& e) {
-    const Io& io = e.io;
+    const format::Io& io = e.io;
     const v1::Device* d = device_of(in, io);
     const uint32_t cpu = io.cpu < 0 ? 0 : static_cast<uint32_t>(io.cpu);
     if (sequence.size() <= cpu) sequence.resize(cpu + 1);
@@ -64,8 +64,8 @@ ExportReport export_blkparse(TraceReader& in, std::FILE* out) {
                blkparse_rwbs(blktrace_categories(io), io.length), where, tail);
   });
   for (auto batch = in.next_batch(); !batch.empty(); batch = in.next_batch())
-    for (const Io& io : batch) {
-      if (t0 == kNoTime) t0 = io.has_queue() ? std::min(io.queue_ns, io.issue_ns) : io.issue_ns;
+    for (const format::Io& io : batch) {
+      if (t0 == format::kNoTime) t0 = io.has_queue() ? std::min(io.queue_ns, io.issue_ns) : io.issue_ns;
       events.add(io);
       ++r.ios;
     }
@@ -73,4 +73,4 @@ ExportReport export_blkparse(TraceReader& in, std::FILE* out) {
   return r;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
-std::string time_or_empty(int64_t t) { return t == kNoTime ? std::string() : std::to_string(t); }
+std::string time_or_empty(int64_t t) { return t == format::kNoTime ? std::string() : std::to_string(t); }
 
 // Names may hold commas or quotes: quoted the CSV way, empty when unknown.
 std::string csv_quoted(std::string_view name) {
@@ -19,19 +19,19 @@ std::string csv_quoted(std::string_view name) {
 
 }  // namespace
 
-std::string rwbs(const Io& io) {
+std::string rwbs(const format::Io& io) {
   static constexpr char kOpLetter[] = {'R', 'W', 'F', 'D', 'Z', 'N'};
   std::string s;
-  if (io.flags & flag::kPreflush && io.op != Op::kFlush) s += 'F';
+  if (io.flags & format::flag::kPreflush && io.op != format::Op::kFlush) s += 'F';
   s += kOpLetter[static_cast<int>(io.op)];
-  if (io.flags & flag::kFua) s += 'F';
-  if (io.flags & flag::kReadahead) s += 'A';
-  if (io.flags & flag::kSync) s += 'S';
-  if (io.flags & flag::kMeta) s += 'M';
+  if (io.flags & format::flag::kFua) s += 'F';
+  if (io.flags & format::flag::kReadahead) s += 'A';
+  if (io.flags & format::flag::kSync) s += 'S';
+  if (io.flags & format::flag::kMeta) s += 'M';
   return s;
 }
 
-std::string format_text(const Io& io, uint64_t index, const v1::Device* dev, int64_t t0) {
+std::string format_text(const format::Io& io, uint64_t index, const v1::Device* dev, int64_t t0) {
   // dev  index  issue-time(s)  pid  RWBS  sector + sectors  q2d(us) d2c(us)  status  [comm]
   std::string q2d = io.has_queue() ? fmt::format("{:.1f}", (io.issue_ns - io.queue_ns) / 1e3) : "-";
   std::string d2c = io.has_complete() ? fmt::format("{:.1f}", (io.complete_ns - io.issue_ns) / 1e3) : "-";
@@ -46,15 +46,15 @@ std::string csv_header() {
          "cgroup,cpu,source_index,flag_bits,device_name";
 }
 
-std::string format_csv(const Io& io, uint64_t index, const v1::Device* dev) {
+std::string format_csv(const format::Io& io, uint64_t index, const v1::Device* dev) {
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", index, io.device,
-                     dev ? dev->major() : 0, dev ? dev->minor() : 0, op_name(io.op), rwbs(io), io.offset,
-                     io.length, time_or_empty(io.queue_ns), io.issue_ns, time_or_empty(io.complete_ns),
-                     io.status, io.pid, csv_quoted(io.comm), io.cgroup, io.cpu, io.source_index, io.flags,
+                     dev ? dev->major() : 0, dev ? dev->minor() : 0, format::op_name(io.op), rwbs(io), io.offset,
+                     io.length, time_or_empty(io.queue_ns), io.issue_ns, time_or_empty(io.complete_ns), io.status,
+                     io.pid, csv_quoted(io.comm), io.cgroup, io.cpu, io.source_index, io.flags,
                      csv_quoted(dev ? dev->name() : ""));
 }
 
-std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
+std::string format_jsonl(const format::Io& io, uint64_t index, const v1::Device* dev) {
   nlohmann::ordered_json j;
   j["index"] = index;
   j["device"] = io.device;
@@ -62,7 +62,7 @@ std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
     j["dev"] = fmt::format("{}:{}", dev->major(), dev->minor());
     j["device_name"] = dev->name();
   }
-  j["op"] = op_name(io.op);
+  j["op"] = format::op_name(io.op);
   j["flags"] = io.flags;
   j["offset"] = io.offset;
   j["length"] = io.length;
@@ -78,4 +78,4 @@ std::string format_jsonl(const Io& io, uint64_t index, const v1::Device* dev) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

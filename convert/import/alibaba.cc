@@ -4,18 +4,18 @@
 
 #include "convert/import/import_sink.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   std::array<std::string_view, 5> f;
   p.split_exactly(text, ',', f, "device_id,opcode,offset,length,timestamp", "Alibaba CSV");
   if (f[0] == "device_id") return;  // a header, as some copies have
-  Io io;
+  format::Io io;
   if (f[1] == "R" || f[1] == "r")
-    io.op = Op::kRead;
+    io.op = format::Op::kRead;
   else if (f[1] == "W" || f[1] == "w")
-    io.op = Op::kWrite;
+    io.op = format::Op::kWrite;
   else
     p.fail("opcode " + quote_field(f[1]) + " is neither R nor W");
   io.offset = p.number(f[2], "offset");
@@ -30,8 +30,9 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
 
 }  // namespace
 
-ImportReport import_alibaba(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_alibaba(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                         format::TraceWriter& out) {
   return import_lines(inputs, options, out, "Alibaba CSV", parse_line);
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -7,34 +7,48 @@
 #include <utility>
 
 #include "blockevents/block_io_assembler.h"
-#include "convert/import/input.h"
 #include "blockevents/sorted_spill.h"
+#include "convert/import/input.h"
 #include "convert/import/text_lines.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 using blockevents::TraceEvent;
-namespace category = blktrace::category;
+namespace category = format::blktrace::category;
 
 // The action of a blkparse action column ("Q", "UT", ...); 0 for a message.
 uint32_t action_of(const FieldParser& p, std::string_view a) {
-  if (a == "UT") return blktrace::kUnplugTimer;
+  if (a == "UT") return format::blktrace::kUnplugTimer;
   if (a.size() == 1) switch (a[0]) {
-      case 'Q': return blktrace::kQueue;
-      case 'M': return blktrace::kBackmerge;
-      case 'F': return blktrace::kFrontmerge;
-      case 'G': return blktrace::kGetrq;
-      case 'S': return blktrace::kSleeprq;
-      case 'R': return blktrace::kRequeue;
-      case 'D': return blktrace::kIssue;
-      case 'C': return blktrace::kComplete;
-      case 'P': return blktrace::kPlug;
-      case 'U': return blktrace::kUnplug;
-      case 'I': return blktrace::kInsert;
-      case 'X': return blktrace::kSplit;
-      case 'B': return blktrace::kBounce;
-      case 'A': return blktrace::kRemap;
+      case 'Q':
+        return format::blktrace::kQueue;
+      case 'M':
+        return format::blktrace::kBackmerge;
+      case 'F':
+        return format::blktrace::kFrontmerge;
+      case 'G':
+        return format::blktrace::kGetrq;
+      case 'S':
+        return format::blktrace::kSleeprq;
+      case 'R':
+        return format::blktrace::kRequeue;
+      case 'D':
+        return format::blktrace::kIssue;
+      case 'C':
+        return format::blktrace::kComplete;
+      case 'P':
+        return format::blktrace::kPlug;
+      case 'U':
+        return format::blktrace::kUnplug;
+      case 'I':
+        return format::blktrace::kInsert;
+      case 'X':
+        return format::blktrace::kSplit;
+      case 'B':
+        return format::blktrace::kBounce;
+      case 'A':
+        return format::blktrace::kRemap;
       case 'm': return 0;
     }
   p.fail("unknown action " + quote_field(a));
@@ -96,7 +110,7 @@ uint32_t device_of(const FieldParser& p, std::string_view d) {
   if (comma == std::string_view::npos) p.fail("device " + quote_field(d) + " is not MAJOR,MINOR");
   const uint64_t major = p.number(d.substr(0, comma), "major"), minor = p.number(d.substr(comma + 1), "minor");
   if (major > 0xfff || minor > 0xfffff) p.fail("device " + quote_field(d) + " is out of range");
-  return blktrace::device(static_cast<uint32_t>(major), static_cast<uint32_t>(minor));
+  return format::blktrace::device(static_cast<uint32_t>(major), static_cast<uint32_t>(minor));
 }
 
 // The summary blkparse prints after the events: "CPU0 (name):", "Total (name):".
@@ -142,8 +156,8 @@ class EventParser {
     std::array<std::string_view, 6> d;
     const size_t dn = split_fields(details, ' ', d);
     if (dn > d.size()) p.fail("unexpected details " + quote_field(details));
-    const bool error_tail = what == blktrace::kComplete || what == blktrace::kRequeue;
-    if (what == blktrace::kRemap) {
+    const bool error_tail = what == format::blktrace::kComplete || what == format::blktrace::kRequeue;
+    if (what == format::blktrace::kRemap) {
       // SECTOR + N <- (M,m) FROM
       if (dn != 6 || d[1] != "+" || d[3] != "<-" || !d[4].starts_with('(') || !d[4].ends_with(')'))
         p.fail("remap details are not 'SECTOR + N <- (M,m) SECTOR': " + quote_field(details));
@@ -152,7 +166,7 @@ class EventParser {
       ev.remap_from_dev = device_of(p, d[4].substr(1, d[4].size() - 2));
       ev.remap_to_dev = ev.dev;
       ev.remap_from_sector = p.number(d[5], "sector");
-    } else if (what == blktrace::kSplit) {
+    } else if (what == format::blktrace::kSplit) {
       if (dn != 3 || d[1] != "/") p.fail("split details are not 'SECTOR / SECTOR': " + quote_field(details));
       ev.sector = p.number(d[0], "sector");
       ev.split_sector = p.number(d[2], "sector");
@@ -165,7 +179,7 @@ class EventParser {
     } else if (dn >= 1 && error_tail) {  // a completion of zero bytes: its sector only
       ev.sector = p.number(d[0], "sector");
       ev.sectorless = true;
-    } else if (dn >= 1 && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
+    } else if (dn >= 1 && what != format::blktrace::kUnplug && what != format::blktrace::kUnplugTimer) {
       c |= category::kPassthrough;  // passthrough requests print their byte count, no sector
     } else if (dn == 0) {
       ev.sectorless = true;  // a request of zero bytes: no sector either
@@ -174,7 +188,7 @@ class EventParser {
       const int64_t e = tail.empty() ? 0 : p.signed_number(tail, "error");
       if (e < INT16_MIN || e > UINT16_MAX) p.fail("error " + std::to_string(e) + " is out of range");
       ev.error = static_cast<uint16_t>(e);
-    } else if (tail != "(null)" && what != blktrace::kUnplug && what != blktrace::kUnplugTimer) {
+    } else if (tail != "(null)" && what != format::blktrace::kUnplug && what != format::blktrace::kUnplugTimer) {
       comm_ = printable(tail);  // names in a trace must be UTF-8
       ev.comm = comm_;
     }
@@ -202,8 +216,9 @@ static_assert(std::is_trivially_copyable_v<HeldEvent>);  // held as bytes
 
 }  // namespace
 
-ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
-  ImportReport report;
+blockevents::ImportReport import_blkparse(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                          format::TraceWriter& out) {
+  blockevents::ImportReport report;
   blockevents::WriterOutput output(out);
   blockevents::BlockIoAssembler assembler(output, report, options);
   EventParser parser;
@@ -211,7 +226,7 @@ ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions&
   for (const Input& in : inputs) {
     // blkparse prints events in time order, but text printed CPU by CPU, or
     // cut and joined, is not: each input is sorted by time before assembly.
-    RecordSpill sorted(sizeof(HeldEvent), options.sort_run_ios, options.spill_dir);
+    blockevents::RecordSpill sorted(sizeof(HeldEvent), options.sort_run_ios, options.spill_dir);
     LineReader lines(in, "blkparse output");
     const uint64_t before = report.records;
     bool summary = false;
@@ -235,7 +250,8 @@ ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions&
       sorted.add(static_cast<int64_t>(held.ev.time), &held, comm);
     }
     if (report.records == before)
-      throw error_at_line(in.name, lines.line() + 1, lines.line() == 0 ? "empty file: no blkparse events" : "no blkparse events");
+      throw format::error_at_line(in.name, lines.line() + 1,
+                                  lines.line() == 0 ? "empty file: no blkparse events" : "no blkparse events");
     sorted.drain([&](const void* fixed, std::string_view comm) {
       HeldEvent held;
       std::memcpy(&held, fixed, sizeof held);
@@ -255,4 +271,4 @@ ImportReport import_blkparse(std::span<const Input> inputs, const ImportOptions&
   return report;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

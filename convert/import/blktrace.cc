@@ -3,12 +3,12 @@
 #include <queue>
 #include <string_view>
 
-#include "format/blktrace_layout.h"
 #include "blockevents/block_io_assembler.h"
 #include "blockevents/record_decoder.h"
+#include "format/blktrace_layout.h"
 #include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 // The records of one input, in file order.
@@ -18,19 +18,19 @@ class EventStream {
 
   // Reads the next event; false at the end of the input.
   bool next() {
-    record_.resize(sizeof(blktrace::Record));
+    record_.resize(sizeof(format::blktrace::Record));
     const size_t got = read_bytes(*in_.stream, record_.data(), record_.size());
     if (got == 0) return false;
     if (got < record_.size())
-      throw error_at_byte(in_.name, pos_,
-                          "truncated record: " + std::to_string(got) + " of " + std::to_string(record_.size()) +
-                              " bytes");
+      throw format::error_at_byte(
+          in_.name, pos_,
+          "truncated record: " + std::to_string(got) + " of " + std::to_string(record_.size()) + " bytes");
     const size_t size = decoder_.record_size(record_.data(), pos_);
     const size_t pdu_len = size - record_.size();
     record_.resize(size);
-    if (read_bytes(*in_.stream, record_.data() + sizeof(blktrace::Record), pdu_len) < pdu_len)
-      throw error_at_byte(in_.name, pos_,
-                          "truncated record: payload of " + std::to_string(pdu_len) + " bytes cut short");
+    if (read_bytes(*in_.stream, record_.data() + sizeof(format::blktrace::Record), pdu_len) < pdu_len)
+      throw format::error_at_byte(in_.name, pos_,
+                                  "truncated record: payload of " + std::to_string(pdu_len) + " bytes cut short");
     decoder_.decode(record_.data(), pos_);
     at_ = pos_;
     pos_ += size;
@@ -51,8 +51,8 @@ class EventStream {
 
 }  // namespace
 
-ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
-  if (inputs.empty()) throw UsageError("no blktrace inputs");
+blockevents::ImportReport import_blktrace(std::span<const Input> inputs, format::TraceWriter& out) {
+  if (inputs.empty()) throw format::UsageError("no blktrace inputs");
   std::vector<EventStream> streams(inputs.begin(), inputs.end());
   // Merge the inputs by event time; within one input, file order stands.
   auto later = [&streams](size_t a, size_t b) {
@@ -63,11 +63,10 @@ ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
   for (size_t i = 0; i < streams.size(); ++i)
     if (streams[i].next()) heads.push(i);
   if (heads.empty())
-    throw error_at_byte(inputs[0].name, 0,
-                        inputs.size() == 1 ? "empty file: no blktrace events"
-                                           : "no blktrace events in any input");
+    throw format::error_at_byte(
+        inputs[0].name, 0, inputs.size() == 1 ? "empty file: no blktrace events" : "no blktrace events in any input");
 
-  ImportReport report;
+  blockevents::ImportReport report;
   blockevents::WriterOutput output(out);
   blockevents::BlockIoAssembler assembler(output, report);
   while (!heads.empty()) {
@@ -81,4 +80,4 @@ ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out) {
   return report;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -14,9 +14,9 @@
 #include "convert/import/importer.h"
 #include "convert/import/input.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // Throws TraceError "FILE: byte N: why" on a malformed or truncated record.
-ImportReport import_blktrace(std::span<const Input> inputs, TraceWriter& out);
+blockevents::ImportReport import_blktrace(std::span<const Input> inputs, format::TraceWriter& out);
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -9,7 +9,7 @@
 
 #include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr size_t kInputBuffer = 1 << 18;
@@ -40,7 +40,7 @@ namespace {
 class GzipDecoder : public DecompressingStreambuf::Decoder {
  public:
   GzipDecoder() {
-    if (inflateInit2(&z_, 15 + 32) != Z_OK) throw TraceError("zlib: out of memory");  // 32: gzip or zlib header
+    if (inflateInit2(&z_, 15 + 32) != Z_OK) throw format::TraceError("zlib: out of memory");  // 32: gzip or zlib header
   }
   ~GzipDecoder() override { inflateEnd(&z_); }
   Step decode(const char* in, size_t in_len, char* out, size_t out_cap, bool) override {
@@ -87,7 +87,7 @@ class Bzip2Decoder : public DecompressingStreambuf::Decoder {
  private:
   void init() {
     b_ = {};
-    if (BZ2_bzDecompressInit(&b_, 0, 0) != BZ_OK) throw TraceError("bzip2: out of memory");
+    if (BZ2_bzDecompressInit(&b_, 0, 0) != BZ_OK) throw format::TraceError("bzip2: out of memory");
   }
   bz_stream b_{};
 };
@@ -95,7 +95,8 @@ class Bzip2Decoder : public DecompressingStreambuf::Decoder {
 class XzDecoder : public DecompressingStreambuf::Decoder {
  public:
   XzDecoder() {
-    if (lzma_stream_decoder(&x_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) throw TraceError("xz: out of memory");
+    if (lzma_stream_decoder(&x_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+      throw format::TraceError("xz: out of memory");
   }
   ~XzDecoder() override { lzma_end(&x_); }
   Step decode(const char* in, size_t in_len, char* out, size_t out_cap, bool input_ended) override {
@@ -119,7 +120,7 @@ class XzDecoder : public DecompressingStreambuf::Decoder {
 class ZstdDecoder : public DecompressingStreambuf::Decoder {
  public:
   ZstdDecoder() : d_(ZSTD_createDStream()) {
-    if (!d_) throw TraceError("zstd: out of memory");
+    if (!d_) throw format::TraceError("zstd: out of memory");
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(d_); }
   Step decode(const char* in, size_t in_len, char* out, size_t out_cap, bool) override {
@@ -214,7 +215,7 @@ DecompressingStreambuf::int_type DecompressingStreambuf::underflow() {
     const Step s = decoder_->decode(in_.data() + in_at_, in_end_ - in_at_, out_.data(), out_.size(), input_ended);
     const uint64_t at = consumed_ - (in_end_ - in_at_);
     in_at_ += s.consumed;
-    if (!s.error.empty()) throw error_at_byte(name_, at, s.error);
+    if (!s.error.empty()) throw format::error_at_byte(name_, at, s.error);
     stream_ended_ = s.end;
     if (s.produced > 0) {
       setg(out_.data(), out_.data(), out_.data() + s.produced);
@@ -222,8 +223,10 @@ DecompressingStreambuf::int_type DecompressingStreambuf::underflow() {
     }
     if (s.end) continue;
     if (input_ended)
-      throw error_at_byte(name_, consumed_, "truncated " + std::string(compression_name(compression_)) + " data");
-    if (s.consumed == 0 && in_at_ < in_end_) throw error_at_byte(name_, at, "corrupt data: the decoder is stuck");
+      throw format::error_at_byte(name_, consumed_,
+                                  "truncated " + std::string(compression_name(compression_)) + " data");
+    if (s.consumed == 0 && in_at_ < in_end_)
+      throw format::error_at_byte(name_, at, "corrupt data: the decoder is stuck");
   }
 }
 
@@ -234,4 +237,4 @@ DecompressingStream::DecompressingStream(std::streambuf* source, std::string nam
   exceptions(std::ios::badbit);  // a decompression error is a TraceError, not a silent end
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

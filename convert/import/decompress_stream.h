@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace iotape {
+namespace iotape::convert {
 
 enum class Compression { kNone, kGzip, kBzip2, kXz, kZstd };
 
@@ -67,4 +67,4 @@ class DecompressingStream : public std::istream {
   DecompressingStreambuf buf_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::convert

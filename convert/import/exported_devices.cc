@@ -1,6 +1,6 @@
 #include "convert/import/exported_devices.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr uint32_t kMaxDevices = 1 << 16;  // indexes are kept, so each one below costs a device
@@ -11,7 +11,7 @@ std::string describe(uint32_t major, uint32_t minor, const std::optional<std::st
 
 }  // namespace
 
-ExportedDevices::ExportedDevices(TraceWriter& out) : out_(out), first_(out.device_count()) {}
+ExportedDevices::ExportedDevices(format::TraceWriter& out) : out_(out), first_(out.device_count()) {}
 
 uint32_t ExportedDevices::index(const FieldParser& p, uint64_t device, uint32_t major, uint32_t minor,
                                 std::optional<std::string_view> name) {
@@ -47,4 +47,4 @@ void ExportedDevices::add_devices() {
   }
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -18,11 +18,11 @@
 #include "convert/import/importer.h"
 #include "convert/import/text_lines.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 class ExportedDevices {
  public:
-  explicit ExportedDevices(TraceWriter& out);
+  explicit ExportedDevices(format::TraceWriter& out);
 
   // The trace's index of the input's device `device`, which this line says is
   // major:minor named `name` (nullopt: the line has no name). Fails when the
@@ -38,9 +38,9 @@ class ExportedDevices {
     uint32_t major = 0, minor = 0;
     std::optional<std::string> name;
   };
-  TraceWriter& out_;
+  format::TraceWriter& out_;
   uint32_t first_;
   std::vector<std::optional<Seen>> seen_;  // by the input's device index
 };
 
-}  // namespace iotape
+}  // namespace iotape::convert

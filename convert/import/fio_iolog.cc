@@ -6,7 +6,7 @@
 
 #include "convert/import/import_sink.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 // The parse state of one log: its version, time and files.
@@ -57,15 +57,15 @@ class IologParser {
       now_ns_ = std::max(now_ns_, static_cast<int64_t>(offset) * 1'000'000);
       return sink_.count_record();
     }
-    Io io;
+    format::Io io;
     if (action == "read")
-      io.op = Op::kRead;
+      io.op = format::Op::kRead;
     else if (action == "write")
-      io.op = Op::kWrite;
+      io.op = format::Op::kWrite;
     else if (action == "trim")
-      io.op = Op::kDiscard;
+      io.op = format::Op::kDiscard;
     else if (action == "sync" || action == "datasync")
-      io.op = Op::kFlush;
+      io.op = format::Op::kFlush;
     else
       p.fail("unknown action " + quote_field(action));
     if (offset + length < offset) p.fail("offset + length overflows");
@@ -95,7 +95,8 @@ class IologParser {
 
 }  // namespace
 
-ImportReport import_fio_iolog(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_fio_iolog(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                           format::TraceWriter& out) {
   ImportSink sink(options, out);
   for (const Input& in : inputs) {
     IologParser log(sink);
@@ -104,9 +105,9 @@ ImportReport import_fio_iolog(std::span<const Input> inputs, const ImportOptions
       text = trim_field(text);
       if (!text.empty()) log.parse_line(FieldParser(in.name, lines.line()), text);
     }
-    if (!log.started()) throw error_at_line(in.name, lines.line() + 1, "empty file: not a fio iolog");
+    if (!log.started()) throw format::error_at_line(in.name, lines.line() + 1, "empty file: not a fio iolog");
   }
   return sink.finish();
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -5,13 +5,13 @@
 #include <fstream>
 #include <vector>
 
-#include "format/blktrace_layout.h"
-#include "format/error.h"
 #include "convert/import/decompress_stream.h"
 #include "convert/import/input.h"
 #include "convert/import/text_lines.h"
+#include "format/blktrace_layout.h"
+#include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr size_t kHeadBytes = 64 << 10;
@@ -79,16 +79,16 @@ std::string classify(std::string_view line) {
 std::string detect_format(std::istream& in, const std::string& name) {
   std::string head(kHeadBytes, '\0');
   head.resize(read_bytes(in, head.data(), head.size()));
-  if (head.empty()) throw InputError(name + ": empty input: cannot tell its format");
+  if (head.empty()) throw format::InputError(name + ": empty input: cannot tell its format");
   if (head.size() >= 4) {
     uint32_t magic;
     std::memcpy(&magic, head.data(), 4);
-    if (blktrace::is_magic(magic) || blktrace::is_magic(__builtin_bswap32(magic))) return "blktrace";
+    if (format::blktrace::is_magic(magic) || format::blktrace::is_magic(__builtin_bswap32(magic))) return "blktrace";
   }
   if (!is_text(head)) {
     // vscsi has no magic: its version byte sits at offset 15 (v1) or 3 (v2).
     if (head.size() >= 32 && (head[15] == 1 || head[3] == 2)) return "vscsi";
-    throw InputError(name + ": binary data that is neither blktrace nor vscsi: cannot tell its format");
+    throw format::InputError(name + ": binary data that is neither blktrace nor vscsi: cannot tell its format");
   }
   // Text: the header line, or else what the first data lines look like.
   std::vector<std::string_view> lines;
@@ -100,7 +100,7 @@ std::string detect_format(std::istream& in, const std::string& name) {
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
     if (!line.empty()) lines.push_back(line);
   }
-  if (lines.empty()) throw InputError(name + ": only blank lines: cannot tell its format");
+  if (lines.empty()) throw format::InputError(name + ": only blank lines: cannot tell its format");
   const std::string_view first = lines[0];
   if (first == "fio version 2 iolog" || first == "fio version 3 iolog") return "fio-iolog";
   if (first.starts_with("index,device,major,minor,op,flags,")) return "csv";
@@ -112,8 +112,8 @@ std::string detect_format(std::istream& in, const std::string& name) {
   for (size_t i = 0; i < lines.size() && i < kLinesJudged; ++i) {
     const std::string fits = classify(lines[i]);
     if (fits.empty() || (!found.empty() && fits != found))
-      throw InputError(name + ": line '" + std::string(lines[i].substr(0, 60)) +
-                       "' fits no single format: cannot tell the format; name it instead of auto");
+      throw format::InputError(name + ": line '" + std::string(lines[i].substr(0, 60)) +
+                               "' fits no single format: cannot tell the format; name it instead of auto");
     found = fits;
   }
   return found;
@@ -121,9 +121,9 @@ std::string detect_format(std::istream& in, const std::string& name) {
 
 std::string detect_file_format(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw error_errno(path, "cannot open input", errno);
+  if (!file) throw format::error_errno(path, "cannot open input", errno);
   DecompressingStream in(file.rdbuf(), path);
   return detect_format(in, path);
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

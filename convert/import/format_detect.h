@@ -6,7 +6,7 @@
 #include <istream>
 #include <string>
 
-namespace iotape {
+namespace iotape::convert {
 
 // The importer name for the input read from `in` (`name` is cited in
 // errors). Throws TraceError saying why when no format fits, or more than
@@ -16,4 +16,4 @@ std::string detect_format(std::istream& in, const std::string& name);
 // The same for a file, compressed or not.
 std::string detect_file_format(const std::string& path);
 
-}  // namespace iotape
+}  // namespace iotape::convert

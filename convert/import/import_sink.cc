@@ -2,10 +2,11 @@
 
 #include "convert/import/input.h"
 
-namespace iotape {
+namespace iotape::convert {
 
-ImportSink::ImportSink(const ImportOptions& options, TraceWriter& out)
-    : out_(out), keep_(options.volumes.begin(), options.volumes.end()),
+ImportSink::ImportSink(const blockevents::ImportOptions& options, format::TraceWriter& out)
+    : out_(out),
+      keep_(options.volumes.begin(), options.volumes.end()),
       sorted_(options.sort_run_ios, options.spill_dir) {}
 
 std::optional<uint32_t> ImportSink::device(std::string_view id) {
@@ -30,13 +31,13 @@ bool ImportSink::keeps(std::string_view id) {
   return true;
 }
 
-void ImportSink::add(const Io& io) {
+void ImportSink::add(const format::Io& io) {
   ++report_.records;
   ++report_.ios;
   sorted_.add(io);
 }
 
-void ImportSink::add(Io io, std::string_view id) {
+void ImportSink::add(format::Io io, std::string_view id) {
   const std::optional<uint32_t> index = device(id);
   if (!index) return;
   io.device = *index;
@@ -49,11 +50,11 @@ void ImportSink::skip(const std::string& reason) {
   ++report_.skipped_by_reason[reason];
 }
 
-ImportReport ImportSink::finish() {
+blockevents::ImportReport ImportSink::finish() {
   if (sorted_.spilled_runs())
     report_.notes.push_back("sorted by issue time through " + std::to_string(sorted_.spilled_runs()) +
                             " spilled runs");
-  sorted_.drain([this](const Io& io) { out_.append(io); });
+  sorted_.drain([this](const format::Io& io) { out_.append(io); });
   for (const auto& [reason, n] : report_.skipped_by_reason)
     report_.notes.push_back(std::to_string(n) + " records skipped: " + reason);
   for (const std::string& v : keep_)
@@ -61,4 +62,4 @@ ImportReport ImportSink::finish() {
   return report_;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

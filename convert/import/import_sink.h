@@ -12,17 +12,17 @@
 #include <string>
 #include <string_view>
 
+#include "blockevents/sorted_spill.h"
 #include "convert/import/importer.h"
 #include "convert/import/input.h"
 #include "convert/import/text_lines.h"
-#include "blockevents/sorted_spill.h"
 #include "format/writer.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 class ImportSink {
  public:
-  ImportSink(const ImportOptions& options, TraceWriter& out);
+  ImportSink(const blockevents::ImportOptions& options, format::TraceWriter& out);
 
   // The device index of volume `id`, added to the writer at first sight;
   // nullopt when the volume filter leaves it out (the record is then counted
@@ -33,28 +33,28 @@ class ImportSink {
   // notes that `id` occurs in the input.
   bool keeps(std::string_view id);
   // A record that made `io`.
-  void add(const Io& io);
+  void add(const format::Io& io);
   // A record that made `io` on volume `id`: added with that volume's device,
   // or counted as skipped like device() does.
-  void add(Io io, std::string_view id);
+  void add(format::Io io, std::string_view id);
   // A record that made no IO, for `reason` ("blank-iotype"); volumes
   // filtered out are counted by the sink itself.
   void skip(const std::string& reason);
   // Counts a record that holds no IO and is no loss (a header line, a file
   // open/close line).
   void count_record() { ++report_.records; }
-  const ImportReport& report() const { return report_; }
+  const blockevents::ImportReport& report() const { return report_; }
 
   // Writes the IOs in issue-time order and returns the report.
-  ImportReport finish();
+  blockevents::ImportReport finish();
 
  private:
-  TraceWriter& out_;
+  format::TraceWriter& out_;
   std::set<std::string, std::less<>> keep_;
   std::map<std::string, std::optional<uint32_t>, std::less<>> volumes_;
   std::set<std::string, std::less<>> kept_seen_;  // volumes keeps() was asked about and kept
-  SortedSpill sorted_;
-  ImportReport report_;
+  blockevents::SortedSpill sorted_;
+  blockevents::ImportReport report_;
 };
 
 // The body of a line-based importer: calls parse_line(parser, line, sink) for
@@ -62,9 +62,9 @@ class ImportSink {
 // are still held by the sink then). An input without records fails with
 // "empty file: no FORMAT records" (or "no FORMAT records").
 template <typename ParseLine>
-ImportReport import_lines(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out,
-                          const std::string& format, ParseLine parse_line,
-                          const std::function<void()>& before_drain = {}) {
+blockevents::ImportReport import_lines(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                       format::TraceWriter& out, const std::string& format, ParseLine parse_line,
+                                       const std::function<void()>& before_drain = {}) {
   ImportSink sink(options, out);
   for (const Input& in : inputs) {
     LineReader lines(in, format);
@@ -74,11 +74,11 @@ ImportReport import_lines(std::span<const Input> inputs, const ImportOptions& op
       if (!text.empty()) parse_line(FieldParser(in.name, lines.line()), text, sink);
     }
     if (sink.report().records == before)
-      throw error_at_line(in.name, lines.line() + 1,
-                          (lines.line() == 0 ? "empty file: no " : "no ") + format + " records");
+      throw format::error_at_line(in.name, lines.line() + 1,
+                                  (lines.line() == 0 ? "empty file: no " : "no ") + format + " records");
   }
   if (before_drain) before_drain();
   return sink.finish();
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

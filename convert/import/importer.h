@@ -10,23 +10,24 @@
 #include <string_view>
 #include <vector>
 
-#include "iotape/v1/trace.pb.h"
 #include "blockevents/import_report.h"
 #include "format/writer.h"
+#include "iotape/v1/trace.pb.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 struct Importer {
   std::string_view name;     // the FORMAT of `iotape import FORMAT`
   std::string_view summary;  // one line for --help
   v1::ClockDomain clock;           // the clock of the timestamps it writes
-  ImportReport (*import)(const std::vector<std::string>& inputs, const ImportOptions& options, TraceWriter& out);
+  blockevents::ImportReport (*import)(const std::vector<std::string>& inputs, const blockevents::ImportOptions& options,
+                                      format::TraceWriter& out);
   // The IOs come out in issue-time order, equal times in input order, so the
   // writer needs no reorder window (whose heap would not keep that tie order).
   bool sorted_output = false;
 
-  ImportReport run(const std::vector<std::string>& inputs, TraceWriter& out,
-                   const ImportOptions& options = {}) const {
+  blockevents::ImportReport run(const std::vector<std::string>& inputs, format::TraceWriter& out,
+                                const blockevents::ImportOptions& options = {}) const {
     return import(inputs, options, out);
   }
 };
@@ -34,4 +35,4 @@ struct Importer {
 std::span<const Importer> importers();
 const Importer* find_importer(std::string_view name);
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "format/error.h"
 #include "convert/import/decompress_stream.h"
+#include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 // Inputs smaller than this are read without a progress line.
@@ -47,7 +47,7 @@ struct InputFile {
     // libstdc++ only honours a buffer set before open().
     file.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     file.open(path, std::ios::binary);
-    if (!file) throw error_errno(path, "cannot open input", errno);
+    if (!file) throw format::error_errno(path, "cannot open input", errno);
     std::error_code ec;
     const uint64_t size = std::filesystem::file_size(path, ec);
     std::function<void(uint64_t)> on_read;
@@ -74,13 +74,14 @@ std::vector<Input> open_inputs(const std::vector<std::string>& paths, std::vecto
 
 }  // namespace
 
-ImportReport import_files(const std::vector<std::string>& paths, TraceWriter& out, StreamImporter import) {
+blockevents::ImportReport import_files(const std::vector<std::string>& paths, format::TraceWriter& out,
+                                       StreamImporter import) {
   std::vector<std::unique_ptr<InputFile>> files;
   return import(open_inputs(paths, files), out);
 }
 
-ImportReport import_files(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out,
-                          OptionsStreamImporter import) {
+blockevents::ImportReport import_files(const std::vector<std::string>& paths, const blockevents::ImportOptions& options,
+                                       format::TraceWriter& out, OptionsStreamImporter import) {
   std::vector<std::unique_ptr<InputFile>> files;
   return import(open_inputs(paths, files), options, out);
 }
@@ -97,4 +98,4 @@ size_t read_bytes(std::istream& in, char* out, size_t n) {
 
 std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -12,7 +12,7 @@
 
 #include "convert/import/importer.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // One input of an import: its stream and the name errors cite. Files are read
 // through a DecompressingStream: gzip, bzip2, xz and zstd inputs import as if
@@ -23,16 +23,18 @@ struct Input {
 };
 
 // An importer over streams, e.g. import_msr.
-using StreamImporter = ImportReport (*)(std::span<const Input> inputs, TraceWriter& out);
+using StreamImporter = blockevents::ImportReport (*)(std::span<const Input> inputs, format::TraceWriter& out);
 // One that takes options (volume filter, sorting), e.g. import_systor.
-using OptionsStreamImporter = ImportReport (*)(std::span<const Input> inputs, const ImportOptions& options,
-                                               TraceWriter& out);
+using OptionsStreamImporter = blockevents::ImportReport (*)(std::span<const Input> inputs,
+                                                            const blockevents::ImportOptions& options,
+                                                            format::TraceWriter& out);
 
 // Opens every path (TraceError if one cannot be) and runs `import` on them.
 // A progress line goes to stderr while large inputs are read, if it is a terminal.
-ImportReport import_files(const std::vector<std::string>& paths, TraceWriter& out, StreamImporter import);
-ImportReport import_files(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out,
-                          OptionsStreamImporter import);
+blockevents::ImportReport import_files(const std::vector<std::string>& paths, format::TraceWriter& out,
+                                       StreamImporter import);
+blockevents::ImportReport import_files(const std::vector<std::string>& paths, const blockevents::ImportOptions& options,
+                                       format::TraceWriter& out, OptionsStreamImporter import);
 
 // Reads up to n bytes; returns how many were read (fewer only at the end).
 size_t read_bytes(std::istream& in, char* out, size_t n);
@@ -40,4 +42,4 @@ size_t read_bytes(std::istream& in, char* out, size_t n);
 // "dir/cloudphysics.vscsi" -> "cloudphysics"
 std::string file_stem(const std::string& path);
 
-}  // namespace iotape
+}  // namespace iotape::convert

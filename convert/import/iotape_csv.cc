@@ -6,7 +6,7 @@
 #include "convert/import/exported_devices.h"
 #include "convert/import/import_sink.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr size_t kFields = 19;
@@ -50,26 +50,29 @@ size_t split_quoted(const FieldParser& p, std::string_view line, std::array<std:
   }
 }
 
-Op op_of(const FieldParser& p, std::string_view name) {
-  if (const auto op = op_from_name(name)) return *op;
+format::Op op_of(const FieldParser& p, std::string_view name) {
+  if (const auto op = format::op_from_name(name)) return *op;
   p.fail("unknown op " + quote_field(name));
 }
 
 // RWBS as text_formats.h writes it: [F] OP-LETTER [F][A][S][M]. Only older
 // exports need it: flag_bits has every bit.
-uint32_t flags_of(const FieldParser& p, std::string_view rwbs, Op op) {
+uint32_t flags_of(const FieldParser& p, std::string_view rwbs, format::Op op) {
   static constexpr char kOpLetter[] = {'R', 'W', 'F', 'D', 'Z', 'N'};
   uint32_t f = 0;
   size_t i = 0;
-  if (op != Op::kFlush && !rwbs.empty() && rwbs[0] == 'F') {
-    f |= flag::kPreflush;
+  if (op != format::Op::kFlush && !rwbs.empty() && rwbs[0] == 'F') {
+    f |= format::flag::kPreflush;
     ++i;
   }
   if (i >= rwbs.size() || rwbs[i] != kOpLetter[static_cast<int>(op)])
-    p.fail("flags " + quote_field(rwbs) + " do not match op " + std::string(op_name(op)));
+    p.fail("flags " + quote_field(rwbs) + " do not match op " + std::string(format::op_name(op)));
   ++i;
-  static constexpr struct { char letter; uint32_t bit; } kLetters[] = {
-      {'F', flag::kFua}, {'A', flag::kReadahead}, {'S', flag::kSync}, {'M', flag::kMeta}};
+  static constexpr struct { char letter; uint32_t bit;
+  } kLetters[] = {{'F', format::flag::kFua},
+                  {'A', format::flag::kReadahead},
+                  {'S', format::flag::kSync},
+                  {'M', format::flag::kMeta}};
   size_t next = 0;
   for (; i < rwbs.size(); ++i) {
     while (next < std::size(kLetters) && kLetters[next].letter != rwbs[i]) ++next;
@@ -80,25 +83,26 @@ uint32_t flags_of(const FieldParser& p, std::string_view rwbs, Op op) {
 }
 
 int64_t time_or_none(const FieldParser& p, std::string_view field, const char* what) {
-  return field.empty() ? kNoTime : p.signed_number(field, what);
+  return field.empty() ? format::kNoTime : p.signed_number(field, what);
 }
 
 // flag_bits, which must agree with the RWBS letters of the same row.
-uint32_t flag_bits_of(const FieldParser& p, std::string_view bits, std::string_view letters, Op op) {
+uint32_t flag_bits_of(const FieldParser& p, std::string_view bits, std::string_view letters, format::Op op) {
   const uint64_t f = p.number(bits, "flag_bits");
   if (f > UINT32_MAX) p.fail("flag_bits out of range: " + quote_field(bits));
-  Io io;
+  format::Io io;
   io.op = op;
   io.flags = static_cast<uint32_t>(f);
   if (rwbs(io) != letters)
     p.fail("flags " + quote_field(letters) + " do not match flag_bits " + std::string(bits) + " of op " +
-           std::string(op_name(op)));
+           std::string(format::op_name(op)));
   return io.flags;
 }
 
 }  // namespace
 
-ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_iotape_csv(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                            format::TraceWriter& out) {
   ExportedDevices devices(out);
   std::array<std::string, kFields> storage;
   auto parse_line = [&](const FieldParser& p, std::string_view text, ImportSink& sink) {
@@ -112,7 +116,7 @@ ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOption
     const uint64_t device = p.number(f[1], "device");
     const uint64_t major = p.number(f[2], "major"), minor = p.number(f[3], "minor");
     if (major > UINT32_MAX || minor > UINT32_MAX) p.fail("major or minor out of range");
-    Io io;
+    format::Io io;
     io.op = op_of(p, f[4]);
     io.flags = n == kFields ? flag_bits_of(p, f[17], f[5], io.op) : flags_of(p, f[5], io.op);
     io.offset = p.number(f[6], "offset");
@@ -140,4 +144,4 @@ ImportReport import_iotape_csv(std::span<const Input> inputs, const ImportOption
   return import_lines(inputs, options, out, "iotape CSV", parse_line, [&devices] { devices.add_devices(); });
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -10,7 +10,7 @@
 #include "convert/import/exported_devices.h"
 #include "convert/import/import_sink.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 using nlohmann::json;
@@ -95,24 +95,25 @@ std::pair<uint32_t, uint32_t> major_minor(const FieldParser& p, std::string_view
 
 }  // namespace
 
-ImportReport import_jsonl(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_jsonl(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                       format::TraceWriter& out) {
   ExportedDevices devices(out);
   auto parse_line = [&](const FieldParser& p, std::string_view text, ImportSink& sink) {
     const Fields f(p, text);
     f.integer<uint64_t>("index");
     const uint64_t device = f.integer<uint64_t>("device");
     const std::string_view op_name = *f.string("op", true);
-    const std::optional<Op> op = op_from_name(op_name);
+    const std::optional<format::Op> op = format::op_from_name(op_name);
     if (!op) p.fail("unknown op " + quote_field(printable(op_name)));
-    Io io;
+    format::Io io;
     io.op = *op;
     io.flags = f.integer<uint32_t>("flags");
     io.offset = f.integer<uint64_t>("offset");
     io.length = f.integer<uint64_t>("length");
     // kNoTime means "unknown": a time given is any other value.
-    io.queue_ns = f.integer<int64_t>("queue_ns", kNoTime, kNoTime + 1);
-    io.issue_ns = f.integer<int64_t>("issue_ns", std::nullopt, kNoTime + 1);
-    io.complete_ns = f.integer<int64_t>("complete_ns", kNoTime, kNoTime + 1);
+    io.queue_ns = f.integer<int64_t>("queue_ns", format::kNoTime, format::kNoTime + 1);
+    io.issue_ns = f.integer<int64_t>("issue_ns", std::nullopt, format::kNoTime + 1);
+    io.complete_ns = f.integer<int64_t>("complete_ns", format::kNoTime, format::kNoTime + 1);
     io.status = f.integer<int32_t>("status", 0);
     io.pid = f.integer<uint32_t>("pid", 0);
     io.comm = f.string("comm").value_or("");
@@ -129,4 +130,4 @@ ImportReport import_jsonl(std::span<const Input> inputs, const ImportOptions& op
   return import_lines(inputs, options, out, "iotape JSON lines", parse_line, [&devices] { devices.add_devices(); });
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -5,10 +5,10 @@
 #include <string_view>
 #include <utility>
 
-#include "format/error.h"
 #include "convert/import/text_lines.h"
+#include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 // FILETIME ticks (100 ns since 1601-01-01) of the Unix epoch.
@@ -50,7 +50,7 @@ bool printable_ascii(std::string_view s) {
 // Devices by (hostname, disk), added to the writer when first seen.
 class Devices {
  public:
-  explicit Devices(TraceWriter& out) : out_(out) {}
+  explicit Devices(format::TraceWriter& out) : out_(out) {}
   uint32_t index(std::string_view host, uint32_t disk) {
     auto [it, added] = map_.try_emplace({std::string(host), disk}, 0);
     if (added) {
@@ -62,11 +62,11 @@ class Devices {
   }
 
  private:
-  TraceWriter& out_;
+  format::TraceWriter& out_;
   std::map<std::pair<std::string, uint32_t>, uint32_t> map_;
 };
 
-void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport& report) {
+void read_csv(const Input& in, Devices& devices, format::TraceWriter& out, blockevents::ImportReport& report) {
   LineReader lines(in, "MSR CSV", kMaxLine - 1);
   const uint64_t records_before = report.records;
   for (std::string_view raw; lines.next(raw);) {
@@ -81,16 +81,16 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
       p.fail("expected " + std::to_string(kFields) + " comma-separated fields, found " + std::to_string(n) +
              ": not MSR CSV");
 
-    Io io;
+    format::Io io;
     io.issue_ns = p.unix_ns(p.number(f[0], "timestamp"));
     if (f[1].empty() || !printable_ascii(f[1]))
       p.fail("hostname " + quote_field(f[1]) + " is empty or not printable");
     const uint64_t disk = p.number(f[2], "disk number");
     if (disk > UINT32_MAX) p.fail("disk number " + std::to_string(disk) + " is out of range");
     if (f[3] == "Read" || f[3] == "read")
-      io.op = Op::kRead;
+      io.op = format::Op::kRead;
     else if (f[3] == "Write" || f[3] == "write")
-      io.op = Op::kWrite;
+      io.op = format::Op::kWrite;
     else
       p.fail("type " + quote_field(f[3]) + " is neither Read nor Write");
     io.offset = p.number(f[4], "offset");
@@ -103,17 +103,17 @@ void read_csv(const Input& in, Devices& devices, TraceWriter& out, ImportReport&
     ++report.ios;
   }
   if (report.records == records_before)
-    throw error_at_line(in.name, lines.line() + 1,
-                        lines.line() == 0 ? "empty file: no MSR records" : "no MSR records");
+    throw format::error_at_line(in.name, lines.line() + 1,
+                                lines.line() == 0 ? "empty file: no MSR records" : "no MSR records");
 }
 
 }  // namespace
 
-ImportReport import_msr(std::span<const Input> inputs, TraceWriter& out) {
-  ImportReport report;
+blockevents::ImportReport import_msr(std::span<const Input> inputs, format::TraceWriter& out) {
+  blockevents::ImportReport report;
   Devices devices(out);
   for (const Input& in : inputs) read_csv(in, devices, out, report);
   return report;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -13,10 +13,10 @@
 #include "convert/import/importer.h"
 #include "convert/import/input.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // Appends the IOs of the CSV inputs; throws TraceError "FILE:LINE: why" on the
 // first malformed line.
-ImportReport import_msr(std::span<const Input> inputs, TraceWriter& out);
+blockevents::ImportReport import_msr(std::span<const Input> inputs, format::TraceWriter& out);
 
-}  // namespace iotape
+}  // namespace iotape::convert

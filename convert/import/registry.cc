@@ -1,6 +1,5 @@
 #include "convert/import/importer.h"
 
-#include "format/error.h"
 #include "convert/import/alibaba.h"
 #include "convert/import/blkparse.h"
 #include "convert/import/blktrace.h"
@@ -14,34 +13,36 @@
 #include "convert/import/systor.h"
 #include "convert/import/tencent.h"
 #include "convert/import/vscsi.h"
+#include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 namespace {
 
 // These formats have no volume ids to filter by (or name devices themselves).
-void refuse_volumes(const ImportOptions& options) {
-  if (!options.volumes.empty()) throw UsageError("this import format does not filter volumes (--volume)");
+void refuse_volumes(const blockevents::ImportOptions& options) {
+  if (!options.volumes.empty()) throw format::UsageError("this import format does not filter volumes (--volume)");
 }
 
 // The registry's entry point for an importer over streams.
 template <StreamImporter import>
-ImportReport import_paths(const std::vector<std::string>& paths, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_paths(const std::vector<std::string>& paths, const blockevents::ImportOptions& options,
+                                       format::TraceWriter& out) {
   refuse_volumes(options);
   return import_files(paths, out, import);
 }
 
 // The same for one that sorts, and so takes the sorting options.
 template <OptionsStreamImporter import>
-ImportReport import_paths_sorting(const std::vector<std::string>& paths, const ImportOptions& options,
-                                  TraceWriter& out) {
+blockevents::ImportReport import_paths_sorting(const std::vector<std::string>& paths,
+                                               const blockevents::ImportOptions& options, format::TraceWriter& out) {
   refuse_volumes(options);
   return import_files(paths, options, out, import);
 }
 
 template <OptionsStreamImporter import>
-ImportReport import_paths_with(const std::vector<std::string>& paths, const ImportOptions& options,
-                               TraceWriter& out) {
+blockevents::ImportReport import_paths_with(const std::vector<std::string>& paths,
+                                            const blockevents::ImportOptions& options, format::TraceWriter& out) {
   return import_files(paths, options, out, import);
 }
 
@@ -81,4 +82,4 @@ const Importer* find_importer(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

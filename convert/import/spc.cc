@@ -4,7 +4,7 @@
 
 #include "convert/import/import_sink.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr size_t kFields = 5;
@@ -16,14 +16,14 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
   if (n < kFields || n > kMaxFields)
     p.fail("expected 5 comma-separated fields (ASU,LBA,Size,Opcode,Timestamp), found " +
            (n > kMaxFields ? std::string("more than 32") : std::to_string(n)) + ": not SPC CSV");
-  Io io;
+  format::Io io;
   io.offset = p.scale(p.number(f[1], "LBA"), 512, "LBA");
   io.length = p.number(f[2], "size");
   if (io.offset + io.length < io.offset) p.fail("offset + size overflows");
   if (f[3] == "r" || f[3] == "R")
-    io.op = Op::kRead;
+    io.op = format::Op::kRead;
   else if (f[3] == "w" || f[3] == "W")
-    io.op = Op::kWrite;
+    io.op = format::Op::kWrite;
   else
     p.fail("opcode " + quote_field(f[3]) + " is neither r nor w");
   io.issue_ns = p.decimal_ns(f[4], 1'000'000'000, "timestamp");
@@ -33,8 +33,9 @@ void parse_line(const FieldParser& p, std::string_view text, ImportSink& sink) {
 
 }  // namespace
 
-ImportReport import_spc(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out) {
+blockevents::ImportReport import_spc(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                     format::TraceWriter& out) {
   return import_lines(inputs, options, out, "SPC CSV", parse_line);
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -11,9 +11,10 @@
 #include "convert/import/importer.h"
 #include "convert/import/input.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // Throws TraceError "FILE:LINE: why" on the first malformed line.
-ImportReport import_spc(std::span<const Input> inputs, const ImportOptions& options, TraceWriter& out);
+blockevents::ImportReport import_spc(std::span<const Input> inputs, const blockevents::ImportOptions& options,
+                                     format::TraceWriter& out);
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace iotape {
+namespace iotape::convert {
 
 std::string quote_field(std::string_view field) {
   return "'" + std::string(field.substr(0, 40)) + (field.size() > 40 ? "...'" : "'");
@@ -51,12 +51,12 @@ bool LineReader::next(std::string_view& line) {
   std::istream& s = *in_.stream;
   s.getline(buf_.data(), static_cast<std::streamsize>(buf_.size()));
   const auto got = static_cast<size_t>(s.gcount());
-  if (s.bad()) throw error_at_line(in_.name, line_ + 1, "read error");
+  if (s.bad()) throw format::error_at_line(in_.name, line_ + 1, "read error");
   if (s.eof() && got == 0) return false;
   ++line_;
   if (s.fail() && !s.eof())
-    throw error_at_line(in_.name, line_,
-                        "line longer than " + std::to_string(buf_.size() - 1) + " bytes: not " + format_);
+    throw format::error_at_line(in_.name, line_,
+                                "line longer than " + std::to_string(buf_.size() - 1) + " bytes: not " + format_);
   const size_t len = s.eof() ? got : got - 1;  // without the newline
   if (len > 0 && buf_[len - 1] == '\r')
     line = {buf_.data(), len - 1};
@@ -65,7 +65,7 @@ bool LineReader::next(std::string_view& line) {
   return true;
 }
 
-void FieldParser::fail(const std::string& why) const { throw error_at_line(file_, line_, why); }
+void FieldParser::fail(const std::string& why) const { throw format::error_at_line(file_, line_, why); }
 
 void FieldParser::split_exactly(std::string_view line, char separator, std::span<std::string_view> out,
                                 std::string_view columns, std::string_view what) const {
@@ -141,4 +141,4 @@ uint64_t FieldParser::scale(uint64_t value, uint64_t factor, const char* what) c
   return product;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

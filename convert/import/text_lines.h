@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "format/error.h"
 #include "convert/import/input.h"
+#include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // A field for an error message, cut short: the line may be binary junk.
 std::string quote_field(std::string_view field);
@@ -77,4 +77,4 @@ class FieldParser {
   uint64_t line_;
 };
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -5,7 +5,7 @@
 
 #include "format/error.h"
 
-namespace iotape {
+namespace iotape::convert {
 namespace {
 
 constexpr size_t kV1Size = 32;
@@ -38,7 +38,7 @@ int64_t us_to_ns(uint64_t us, const std::string& file, uint64_t at, const char* 
   int64_t ns;
   if (us > static_cast<uint64_t>(INT64_MAX) ||
       __builtin_mul_overflow(static_cast<int64_t>(us), int64_t{1000}, &ns))
-    throw error_at_byte(file, at, std::string(what) + " " + std::to_string(us) + " us is out of range");
+    throw format::error_at_byte(file, at, std::string(what) + " " + std::to_string(us) + " us is out of range");
   return ns;
 }
 
@@ -51,36 +51,36 @@ std::string device_name(const std::string& path) {
   return name;
 }
 
-InputError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
-  return error_at_byte(file, at,
-                       "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
+format::InputError truncated(const std::string& file, uint64_t at, size_t got, size_t size) {
+  return format::error_at_byte(file, at,
+                               "truncated record: " + std::to_string(got) + " of " + std::to_string(size) + " bytes");
 }
 
 }  // namespace
 
-Op vscsi_op(uint16_t cmd) {
+format::Op vscsi_op(uint16_t cmd) {
   switch (cmd) {
     case 0x08: case 0x28: case 0xa8: case 0x88:  // READ(6/10/12/16)
-      return Op::kRead;
+      return format::Op::kRead;
     case 0x0a: case 0x2a: case 0xaa: case 0x8a:  // WRITE(6/10/12/16)
-      return Op::kWrite;
+      return format::Op::kWrite;
     case 0x35: case 0x91:  // SYNCHRONIZE CACHE(10/16)
-      return Op::kFlush;
+      return format::Op::kFlush;
     case 0x42:  // UNMAP
-      return Op::kDiscard;
+      return format::Op::kDiscard;
     default:
-      return Op::kOther;
+      return format::Op::kOther;
   }
 }
 
 namespace {
 
-void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
+void read_records(const Input& in, format::TraceWriter& out, blockevents::ImportReport& report) {
   std::istream& s = *in.stream;
   char rec[kV2Size];
   // The first record decides the layout: each puts ver at its own place.
   const size_t first = read_bytes(s, rec, kV1Size);
-  if (first == 0) throw error_at_byte(in.name, 0, "empty file: no vscsi records");
+  if (first == 0) throw format::error_at_byte(in.name, 0, "empty file: no vscsi records");
   if (first < kV1Size) throw truncated(in.name, 0, first, kV1Size);
   int version;
   if (le<uint16_t>(rec + 14) >> 8 == 1)
@@ -88,7 +88,7 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
   else if (le<uint16_t>(rec + 2) >> 8 == 2)
     version = 2;
   else
-    throw error_at_byte(in.name, 0, "not a vscsi trace: the first record has neither version 1 nor 2");
+    throw format::error_at_byte(in.name, 0, "not a vscsi trace: the first record has neither version 1 nor 2");
   const size_t size = version == 1 ? kV1Size : kV2Size;
 
   v1::Device d;
@@ -100,20 +100,20 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
     if (got < size) throw truncated(in.name, at, got, size);
     const Record r = decode(version, rec);
     if (r.ver >> 8 != version)
-      throw error_at_byte(in.name, at,
-                          "record has version " + std::to_string(r.ver >> 8) + " in a version " +
-                              std::to_string(version) + " trace");
-    Io io;
+      throw format::error_at_byte(
+          in.name, at,
+          "record has version " + std::to_string(r.ver >> 8) + " in a version " + std::to_string(version) + " trace");
+    format::Io io;
     io.device = device;
     io.op = vscsi_op(r.cmd);
     io.issue_ns = us_to_ns(r.ts, in.name, at, "timestamp");
     if (version == 2) {
       const int64_t rt = us_to_ns(r.rt, in.name, at, "response time");
       if (__builtin_add_overflow(io.issue_ns, rt, &io.complete_ns))
-        throw error_at_byte(in.name, at, "completion time is out of range");
+        throw format::error_at_byte(in.name, at, "completion time is out of range");
     }
     if (r.lbn > UINT64_MAX / 512 || r.lbn * 512 + r.len < r.lbn * 512)
-      throw error_at_byte(in.name, at, "block " + std::to_string(r.lbn) + " is out of range");
+      throw format::error_at_byte(in.name, at, "block " + std::to_string(r.lbn) + " is out of range");
     io.offset = r.lbn * 512;
     io.length = r.len;
     ++report.records;
@@ -125,10 +125,10 @@ void read_records(const Input& in, TraceWriter& out, ImportReport& report) {
 
 }  // namespace
 
-ImportReport import_vscsi(std::span<const Input> inputs, TraceWriter& out) {
-  ImportReport report;
+blockevents::ImportReport import_vscsi(std::span<const Input> inputs, format::TraceWriter& out) {
+  blockevents::ImportReport report;
   for (const Input& in : inputs) read_records(in, out, report);
   return report;
 }
 
-}  // namespace iotape
+}  // namespace iotape::convert

@@ -16,15 +16,15 @@
 #include "convert/import/importer.h"
 #include "convert/import/input.h"
 
-namespace iotape {
+namespace iotape::convert {
 
 // READ/WRITE(6/10/12/16), SYNCHRONIZE CACHE and UNMAP; everything else, WRITE
 // SAME included (whether it unmaps is in its CDB, which the trace lacks), is
 // Op::kOther.
-Op vscsi_op(uint16_t cmd);
+format::Op vscsi_op(uint16_t cmd);
 
 // Appends the IOs of the inputs, each as a new device; throws TraceError
 // "FILE: byte N: why" on the first malformed record.
-ImportReport import_vscsi(std::span<const Input> inputs, TraceWriter& out);
+blockevents::ImportReport import_vscsi(std::span<const Input> inputs, format::TraceWriter& out);
 
-}  // namespace iotape
+}  // namespace iotape::convert

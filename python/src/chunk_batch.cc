@@ -26,7 +26,7 @@ struct Columns {
 // Every wanted column but index is decoded for the whole chunk, then cut to
 // the kept rows; issue times, decoded before, are cut last, since the times
 // decoded here are relative to them.
-void decode_columns(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows, const Want& want,
+void decode_columns(format::ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows, const Want& want,
                     Columns& out) {
   const uint32_t n = chunk.size();
   const std::vector<uint32_t>* kept = rows.kept;
@@ -65,8 +65,8 @@ void decode_columns(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const Chun
 
 // The stored values that mean unknown become nulls.
 void null_unknowns(const Want& want, size_t kept, Columns& c) {
-  if (want[kQueue]) c.queue.null_unless(kept, [](int64_t t) { return t != kNoTime; });
-  if (want[kComplete]) c.complete.null_unless(kept, [](int64_t t) { return t != kNoTime; });
+  if (want[kQueue]) c.queue.null_unless(kept, [](int64_t t) { return t != format::kNoTime; });
+  if (want[kComplete]) c.complete.null_unless(kept, [](int64_t t) { return t != format::kNoTime; });
   if (want[kPid]) c.pid.null_unless(kept, [](int32_t p) { return p != 0; });
   if (want[kCpu]) c.cpu.null_unless(kept, [](int32_t cpu) { return cpu >= 0; });
   if (want[kCgroup]) c.cgroup.null_unless(kept, [](int64_t g) { return g != 0; });
@@ -94,7 +94,7 @@ void device_dictionary(const v1::TraceHeader& header, size_t kept, Columns& c) {
 
 // The chunk's process names: comm codes become dictionary indexes in place;
 // code 0 (no name) is null.
-void comm_dictionary(ChunkColumns& chunk, size_t kept, Columns& c) {
+void comm_dictionary(format::ChunkColumns& chunk, size_t kept, Columns& c) {
   std::vector<int32_t> code(chunk.comm_codes(), -1);
   std::unordered_map<std::string_view, int32_t> seen;
   for (uint32_t k = 1; k < code.size(); ++k) {
@@ -121,7 +121,7 @@ ArrowSchema* names_schema(const char* name, const char* index_format, bool nulla
 
 ArrowArray* op_names() {
   std::vector<std::string> ops;
-  for (int k = 0; k < kOpCount; ++k) ops.emplace_back(op_name(static_cast<Op>(k)));
+  for (int k = 0; k < format::kOpCount; ++k) ops.emplace_back(format::op_name(static_cast<format::Op>(k)));
   return string_array(ops);
 }
 
@@ -151,7 +151,7 @@ std::pair<ArrowArray*, ArrowSchema*> finish(int c, size_t kept, Columns& d, Fixe
 
 }  // namespace
 
-Batch chunk_batch(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows,
+Batch chunk_batch(format::ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows,
                   const std::vector<int>& cols, const v1::TraceHeader& header) {
   Want want = {};
   for (int c : cols) want[c] = true;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "arrow_export.h"
-#include "iotape/v1/trace.pb.h"
 #include "format/chunk_codec.h"
+#include "iotape/v1/trace.pb.h"
 
 namespace iotape::python {
 
@@ -37,7 +37,7 @@ struct ChunkRows {
 // is cut to the kept rows and moved into the batch when kIssue is asked for.
 // Device names are those of `header`'s device table; codes beyond it are
 // nulls. REQUIRES: `issue` started and filled for chunk.size() rows.
-Batch chunk_batch(ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows,
+Batch chunk_batch(format::ChunkColumns& chunk, FixedColumn<int64_t>& issue, const ChunkRows& rows,
                   const std::vector<int>& cols, const v1::TraceHeader& header);
 
 }  // namespace iotape::python

@@ -117,9 +117,9 @@ v1::TraceHeader header_from_dict(const py::dict& o) {
     else if (key == "part") h.set_part(v.cast<uint32_t>());
     else throw py::value_error("unknown header field '" + key + "'");
   }
-  h.set_format_version(kFormatVersion);
+  h.set_format_version(format::kFormatVersion);
   h.set_creator("iotape");
-  h.set_creator_version(kVersion);
+  h.set_creator_version(format::kVersion);
   return h;
 }
 

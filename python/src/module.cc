@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "columns.h"
-#include "reader.h"
 #include "format/error.h"
 #include "format/io.h"
 #include "format/version.h"
+#include "reader.h"
 #include "writer.h"
 
 namespace py = pybind11;
@@ -25,15 +25,15 @@ PYBIND11_MODULE(_ext, m) {
   using namespace iotape::python;
   m.doc() = "iotape's trace reader and writer (use the iotape package, not this module)";
 
-  static py::exception<iotape::TraceError> trace_error(m, "TraceError", PyExc_ValueError);
+  static py::exception<iotape::format::TraceError> trace_error(m, "TraceError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const iotape::IoError& e) {
+    } catch (const iotape::format::IoError& e) {
       PyErr_SetObject(PyExc_OSError, py::make_tuple(e.errno_value(), e.what()).ptr());
-    } catch (const iotape::UsageError& e) {
+    } catch (const iotape::format::UsageError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const iotape::TraceError& e) {
+    } catch (const iotape::format::TraceError& e) {
       trace_error(e.what());
     }
   });
@@ -41,8 +41,8 @@ PYBIND11_MODULE(_ext, m) {
   py::list names;
   for (const char* c : kColNames) names.append(c);
   m.attr("COLUMNS") = names;
-  m.attr("VERSION") = iotape::kVersion;
-  m.attr("NO_TIME") = iotape::kNoTime;
+  m.attr("VERSION") = iotape::format::kVersion;
+  m.attr("NO_TIME") = iotape::format::kNoTime;
 
   py::class_<Reader>(m, "Reader")
       .def(py::init<std::vector<std::string>>())

@@ -4,9 +4,9 @@
 #include <limits>
 #include <utility>
 
-#include "header_dict.h"
 #include "format/error.h"
 #include "format/io.h"
+#include "header_dict.h"
 
 namespace py = pybind11;
 
@@ -25,7 +25,7 @@ py::object Reader::next(const std::vector<int>& cols, int64_t start, int64_t end
     batch = read(cols, start, end);
   }
   if (!batch) {
-    if (reader_.status().damaged) throw InputError(reader_.status().message);
+    if (reader_.status().damaged) throw format::InputError(reader_.status().message);
     return py::none();
   }
   return py::make_tuple(schema_capsule(batch->schema), array_capsule(batch->array));
@@ -37,9 +37,9 @@ uint64_t Reader::dropped_events() const { return reader_.dropped_events(); }
 
 std::optional<Batch> Reader::read(const std::vector<int>& cols, int64_t start, int64_t end) {
   for (;;) {
-    const ChunkView view = reader_.next_chunk();
+    const format::ChunkView view = reader_.next_chunk();
     if (!view.chunk) return std::nullopt;
-    ChunkColumns chunk(*view.chunk);
+    format::ChunkColumns chunk(*view.chunk);
     const uint32_t n = chunk.size();
     // Issue times first: the window needs them, and queue and completion
     // times are relative to them.
@@ -52,7 +52,7 @@ std::optional<Batch> Reader::read(const std::vector<int>& cols, int64_t start, i
     index_ += n - view.first_row;
     rows_.clear();
     bool all = view.first_row == 0;
-    if (start != kNoTime || end != std::numeric_limits<int64_t>::max())
+    if (start != format::kNoTime || end != std::numeric_limits<int64_t>::max())
       for (uint32_t i = 0; i < n; ++i) all &= issue_ns[i] >= start && issue_ns[i] < end;
     if (!all) {
       for (uint32_t i = view.first_row; i < n; ++i)
@@ -65,10 +65,10 @@ std::optional<Batch> Reader::read(const std::vector<int>& cols, int64_t start, i
 
 uint64_t read_ios(const std::vector<std::string>& paths) {
   py::gil_scoped_release unlocked;
-  TraceReader reader(paths);
+  format::TraceReader reader(paths);
   uint64_t n = 0;
   for (auto b = reader.next_batch(); !b.empty(); b = reader.next_batch()) n += b.size();
-  if (reader.status().damaged) throw InputError(reader.status().message);
+  if (reader.status().damaged) throw format::InputError(reader.status().message);
   return n;
 }
 

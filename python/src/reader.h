@@ -57,7 +57,7 @@ class Reader {
   // The next chunk with rows in [start, end), as a batch; nullopt at the end.
   std::optional<Batch> read(const std::vector<int>& cols, int64_t start, int64_t end);
 
-  TraceReader reader_;
+  format::TraceReader reader_;
   uint64_t index_ = 0;          // the trace-wide index of the next row handed out
   std::vector<uint32_t> rows_;  // the rows of the current chunk kept
 };

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "arrow_c.h"
-#include "header_dict.h"
 #include "format/error.h"
 #include "format/io.h"
+#include "header_dict.h"
 
 namespace py = pybind11;
 
@@ -32,8 +32,8 @@ T value_at(const ArrowArray* a, int64_t i) {
   return static_cast<const T*>(a->buffers[1])[a->offset + i];
 }
 
-WriterOptions options(uint32_t chunk_ios, int64_t reorder_window_ns) {
-  WriterOptions o;
+format::WriterOptions options(uint32_t chunk_ios, int64_t reorder_window_ns) {
+  format::WriterOptions o;
   o.chunk_ios = chunk_ios;
   o.reorder_window_ns = reorder_window_ns;
   return o;
@@ -54,35 +54,35 @@ void check_layout(const ArrowSchema* schema) {
 
 // The op of each entry of the op column's dictionary, looked up once per
 // batch; a null entry is Op::kOther. Throws ValueError for an unknown name.
-std::vector<Op> op_codes(const ArrowArray* op_dict) {
-  std::vector<Op> op_of(static_cast<size_t>(op_dict->length));
+std::vector<format::Op> op_codes(const ArrowArray* op_dict) {
+  std::vector<format::Op> op_of(static_cast<size_t>(op_dict->length));
   for (int64_t k = 0; k < op_dict->length; ++k) {
     auto* offs = static_cast<const int32_t*>(op_dict->buffers[1]) + op_dict->offset;
     std::string_view name(static_cast<const char*>(op_dict->buffers[2]) + offs[k],
                           static_cast<size_t>(offs[k + 1] - offs[k]));
-    auto op = op_from_name(name);
+    auto op = format::op_from_name(name);
     if (!op && valid_at(op_dict, k)) throw py::value_error("write: unknown op '" + std::string(name) + "'");
-    op_of[k] = op.value_or(Op::kOther);
+    op_of[k] = op.value_or(format::Op::kOther);
   }
   return op_of;
 }
 
 // Row r of a batch in kWriteLayout: index i of its columns `col`. Throws
 // InputError when op or issue_ns is null.
-Io io_at(const ArrowArray* const* col, const std::vector<Op>& op_of, int64_t r, int64_t i) {
-  Io io;
+format::Io io_at(const ArrowArray* const* col, const std::vector<format::Op>& op_of, int64_t r, int64_t i) {
+  format::Io io;
   auto int32_or = [&](int c, int32_t dflt) { return valid_at(col[c], i) ? value_at<int32_t>(col[c], i) : dflt; };
   auto int64_or = [&](int c, int64_t dflt) { return valid_at(col[c], i) ? value_at<int64_t>(col[c], i) : dflt; };
   io.device = static_cast<uint32_t>(int32_or(0, 0));
-  if (!valid_at(col[1], i)) throw InputError("write: row " + std::to_string(r) + " has no op");
+  if (!valid_at(col[1], i)) throw format::InputError("write: row " + std::to_string(r) + " has no op");
   io.op = op_of[static_cast<size_t>(value_at<int32_t>(col[1], i))];
   io.flags = static_cast<uint32_t>(int32_or(2, 0));
   io.offset = static_cast<uint64_t>(int64_or(3, 0));
   io.length = static_cast<uint64_t>(int64_or(4, 0));
-  io.queue_ns = int64_or(5, kNoTime);
-  if (!valid_at(col[6], i)) throw InputError("write: row " + std::to_string(r) + " has no issue_ns");
+  io.queue_ns = int64_or(5, format::kNoTime);
+  if (!valid_at(col[6], i)) throw format::InputError("write: row " + std::to_string(r) + " has no issue_ns");
   io.issue_ns = value_at<int64_t>(col[6], i);
-  io.complete_ns = int64_or(7, kNoTime);
+  io.complete_ns = int64_or(7, format::kNoTime);
   io.status = int32_or(8, 0);
   io.pid = static_cast<uint32_t>(int32_or(9, 0));
   if (valid_at(col[10], i)) {
@@ -112,7 +112,7 @@ void Writer::write(const py::capsule& schema_cap, const py::capsule& array_cap) 
   if (!schema || !array) throw py::error_already_set();
   check_layout(schema);
   const ArrowArray* const* col = array->children;
-  const std::vector<Op> op_of = op_codes(col[1]->dictionary);
+  const std::vector<format::Op> op_of = op_codes(col[1]->dictionary);
   py::gil_scoped_release unlocked;
   for (int64_t r = 0; r < array->length; ++r)
     writer_.append(io_at(col, op_of, r, array->offset + r));  // children index past the struct's own offset

@@ -50,7 +50,7 @@ class Writer {
   pybind11::dict stats() const;
 
  private:
-  TraceWriter writer_;
+  format::TraceWriter writer_;
 };
 
 }  // namespace iotape::python
