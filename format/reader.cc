@@ -209,7 +209,20 @@ class TraceReader::Impl {
       if (!f.index) return false;
     return true;
   }
-  const v1::Index* index() const { return files_[0].index ? &*files_[0].index : nullptr; }
+  const TraceIndex* index() const {
+    if (!files_[0].index) return nullptr;
+    if (!first_index_) {
+      const v1::Index& ix = *files_[0].index;
+      first_index_.emplace();
+      first_index_->ios = ix.ios();
+      first_index_->dropped_events = ix.dropped_events();
+      first_index_->late_ios = ix.late_ios();
+      for (const auto& e : ix.chunks())
+        first_index_->chunks.push_back({e.file_offset(), e.first_index(), e.count(), e.min_issue_ns(), e.max_issue_ns()});
+      first_index_->metadata.insert(ix.metadata().begin(), ix.metadata().end());
+    }
+    return &*first_index_;
+  }
 
  private:
   // Decodes the next chunk that holds IOs; empty at the end or at damage.
@@ -332,6 +345,7 @@ class TraceReader::Impl {
   size_t cur_ = 0;
   v1::TraceHeader header_;
   std::map<std::string, std::string> metadata_;
+  mutable std::optional<TraceIndex> first_index_;  // files_[0].index, as plain values once asked for
   v1::Chunk chunk_;
   std::vector<Io> batch_;
   std::span<const Io> current_;
@@ -359,6 +373,6 @@ const ReadStatus& TraceReader::status() const { return impl_->status(); }
 uint64_t TraceReader::dropped_events() const { return impl_->dropped(); }
 uint64_t TraceReader::late_ios() const { return impl_->late(); }
 bool TraceReader::has_index() const { return impl_->has_index(); }
-const v1::Index* TraceReader::index() const { return impl_->index(); }
+const TraceIndex* TraceReader::index() const { return impl_->index(); }
 
 }  // namespace iotape::format

@@ -36,6 +36,22 @@ struct ChunkView {
   uint32_t first_row = 0;            // rows before it were read already (next(), seek_time())
 };
 
+// What a cleanly closed file's index says (TraceReader::index).
+struct IndexedChunk {
+  uint64_t file_offset = 0;  // of the chunk's frame
+  uint64_t first_index = 0;  // the file's IOs before it
+  uint32_t count = 0;
+  int64_t min_issue_ns = 0;
+  int64_t max_issue_ns = 0;
+};
+struct TraceIndex {
+  uint64_t ios = 0;
+  uint64_t dropped_events = 0;
+  uint64_t late_ios = 0;
+  std::vector<IndexedChunk> chunks;
+  std::map<std::string, std::string> metadata;  // the keys its writer set after the first chunk
+};
+
 struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
@@ -80,7 +96,7 @@ class TraceReader {
   uint64_t late_ios() const;
   // True when every file was closed cleanly and has an index.
   bool has_index() const;
-  const v1::Index* index() const;    // first file's index, or nullptr
+  const TraceIndex* index() const;  // first file's index, or nullptr
 
  private:
   class Impl;

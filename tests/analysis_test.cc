@@ -547,7 +547,7 @@ TEST_CASE("info and report --json show the metadata written at the end of a mult
   }
   format::TraceReader reader(path);
   REQUIRE(reader.index());
-  REQUIRE(reader.index()->chunks_size() == 3);
+  REQUIRE(reader.index()->chunks.size() == 3);
   const std::map<std::string, std::string> expected = {{"capture.unmatched_completions", "7"},
                                                        {"fidelity.issue_error_p99_ns", "1234"},
                                                        {"fidelity.state", "finished"},

@@ -140,8 +140,8 @@ TEST_CASE("every field of every IO round-trips across chunks") {
   for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
   CHECK_FALSE(r.status().damaged);
   REQUIRE(r.has_index());
-  CHECK(r.index()->ios() == ios.size());
-  CHECK(r.index()->chunks_size() == (10'000 + 776) / 777);
+  CHECK(r.index()->ios == ios.size());
+  CHECK(r.index()->chunks.size() == (10'000 + 776) / 777);
   CHECK(r.header().host() == "testhost");
   CHECK(r.header().format_version() == 1);
   CHECK(r.header().creator() == "iotape");
@@ -540,7 +540,7 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
   format::TraceReader d(dir.file("dense.iot"));
   REQUIRE(d.index());
   std::vector<uint32_t> counts;
-  for (const auto& e : d.index()->chunks()) counts.push_back(e.count());
+  for (const auto& e : d.index()->chunks) counts.push_back(e.count);
   CHECK(counts == std::vector<uint32_t>{16'384, 16'384, 7'232});
 
   // 100 IOs 0.5 s apart (0 .. 49.5 s): an IO 10 s after its chunk's first starts
@@ -554,11 +554,11 @@ TEST_CASE("chunks hold at most 16,384 IOs and 10 s of issue time by default") {
   write_trace(dir.file("sparse.iot"), sparse, format::WriterOptions{});
   format::TraceReader s(dir.file("sparse.iot"));
   REQUIRE(s.index());
-  REQUIRE(s.index()->chunks_size() == 5);
+  REQUIRE(s.index()->chunks.size() == 5);
   for (int k = 0; k < 5; ++k) {
-    CHECK(s.index()->chunks(k).count() == 20);
-    CHECK(s.index()->chunks(k).min_issue_ns() == k * 10'000'000'000);
-    CHECK(s.index()->chunks(k).max_issue_ns() == k * 10'000'000'000 + 9'500'000'000);
+    CHECK(s.index()->chunks[k].count == 20);
+    CHECK(s.index()->chunks[k].min_issue_ns == k * 10'000'000'000);
+    CHECK(s.index()->chunks[k].max_issue_ns == k * 10'000'000'000 + 9'500'000'000);
   }
   std::vector<std::string> comms;
   const auto got = read_all(s, &comms);

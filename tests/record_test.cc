@@ -247,8 +247,8 @@ TraceContents read_trace(const std::vector<std::string>& paths, uint32_t major, 
   // header when nothing was written to it before the end.
   format::TraceReader last(paths.back());
   REQUIRE(last.index());
-  for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
-    if (const auto it = m->find("capture.uncompleted_ios"); it != m->end()) t.uncompleted = std::stoull(it->second);
+  if (const auto it = last.metadata().find("capture.uncompleted_ios"); it != last.metadata().end())
+    t.uncompleted = std::stoull(it->second);
   std::sort(t.ios.begin(), t.ios.end());
   return t;
 }
@@ -1277,8 +1277,8 @@ void check_against_stat(const TraceContents& t, const QuietStat& quiet_before, c
 uint64_t unmatched_completions(const std::string& path) {
   format::TraceReader last(path);
   REQUIRE(last.index());
-  for (const auto* m : {&last.index()->metadata(), &last.header().metadata()})
-    if (const auto it = m->find("capture.unmatched_completions"); it != m->end()) return std::stoull(it->second);
+  if (const auto it = last.metadata().find("capture.unmatched_completions"); it != last.metadata().end())
+    return std::stoull(it->second);
   FAIL("no capture.unmatched_completions in " << path);
   return 0;
 }

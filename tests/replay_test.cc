@@ -668,7 +668,7 @@ TEST_CASE("SIGINT stops a replay cleanly with a valid partial result", "[root]")
   CHECK(out.size() < ios.size());
   for (size_t i = 0; i < out.size(); ++i) CHECK(out[i].source_index == static_cast<int64_t>(i));
   // Keys set after the first chunk live in the index, earlier ones in the header.
-  const auto& late = r.index()->metadata();
+  const auto& late = r.index()->metadata;
   const auto& early = r.header().metadata();
   CHECK((late.count("replay.interrupted") ? late.at("replay.interrupted") : early.at("replay.interrupted")) ==
         "true");
@@ -742,7 +742,7 @@ TEST_CASE("concurrent fsyncs each keep device times and shared flushes appear on
   REQUIRE(r.exit_code == 0);
   const uint64_t flushes = test::block_stat(loop.name()).flush_ios - before.flush_ios;
   format::TraceReader rr(result);
-  const auto& late = rr.index()->metadata();  // keys set after the first chunk live in the index
+  const auto& late = rr.index()->metadata;  // keys set after the first chunk live in the index
   const auto& early = rr.header().metadata();
   const auto meta = [&](const std::string& key) { return std::stoull(late.count(key) ? late.at(key) : early.at(key)); };
   // The kernel does not hand every completion to BPF programs (about one in

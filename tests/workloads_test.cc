@@ -567,7 +567,7 @@ TEST_CASE("a damaged byte in a cut's output costs one chunk, not the cut", "[cut
   {
     format::TraceReader reader(out);
     REQUIRE(reader.index());
-    for (const auto& e : reader.index()->chunks()) chunks.push_back({e.file_offset(), e.count()}), ios += e.count();
+    for (const auto& e : reader.index()->chunks) chunks.push_back({e.file_offset, e.count}), ios += e.count;
   }
   REQUIRE(ios == 53'879);
   REQUIRE(chunks.size() >= 3);

@@ -69,8 +69,7 @@ v1::Device device_from_dict(const py::dict& o) {
   return d;
 }
 
-py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index,
-                        const std::map<std::string, std::string>& metadata) {
+py::dict header_to_dict(const v1::TraceHeader& h, const std::map<std::string, std::string>& metadata) {
   py::dict o;
   o["format_version"] = h.format_version();
   o["creator"] = h.creator();
@@ -82,10 +81,8 @@ py::dict header_to_dict(const v1::TraceHeader& h, const v1::Index* index,
   o["clock"] = static_cast<size_t>(h.clock()) < kClockNames.size() ? kClockNames[h.clock()] : "unknown";
   o["anchor_trace_ns"] = h.anchor_trace_ns();
   o["anchor_unix_ns"] = h.anchor_unix_ns();
-  // Devices found after the header was written are in the index's final table.
-  const auto& devices = index && index->devices_size() > h.devices_size() ? index->devices() : h.devices();
   py::list devs;
-  for (const auto& d : devices) devs.append(device_to_dict(d));
+  for (const auto& d : h.devices()) devs.append(device_to_dict(d));
   o["devices"] = devs;
   py::dict meta;
   for (const auto& [k, v] : metadata) meta[py::str(k)] = bytes_to_str(v);

@@ -22,11 +22,10 @@
 
 namespace iotape::python {
 
-// The header's dict. Its devices are the index's final table when `index`
-// (nullable) has more than the header: importers add devices as they go. Its
-// metadata is `metadata`: the trace's, with the keys written at its end.
-pybind11::dict header_to_dict(const v1::TraceHeader& header, const v1::Index* index,
-                              const std::map<std::string, std::string>& metadata);
+// The header's dict, as TraceReader::header gives it (with the final device
+// table: importers add devices as they go). Its metadata is `metadata`: the
+// trace's, with the keys written at its end.
+pybind11::dict header_to_dict(const v1::TraceHeader& header, const std::map<std::string, std::string>& metadata);
 
 // The header a dict of header_to_dict's shape describes; absent fields are
 // unknown (source_detail "python"). format_version, creator and

@@ -14,7 +14,7 @@ namespace iotape::python {
 
 Reader::Reader(std::vector<std::string> paths) : reader_(std::move(paths)) {}
 
-py::dict Reader::header() const { return header_to_dict(reader_.header(), reader_.index(), reader_.metadata()); }
+py::dict Reader::header() const { return header_to_dict(reader_.header(), reader_.metadata()); }
 
 void Reader::seek(int64_t t) { reader_.seek_time(t); }
 
