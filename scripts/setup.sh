@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs iotape's build and test dependencies (Debian bookworm, as root) and
 # builds it into build/. Idempotent and quiet when everything is in place.
+# With --deps-only it installs the dependencies and stops there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ packages=(
   gzip bzip2 xz-utils
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
   fio blktrace e2fsprogs util-linux chromium
-  python3 python3-venv python3-dev dpkg-dev file man-db systemd
+  python3 python3-venv python3-dev dpkg-dev file man-db systemd debootstrap
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -29,6 +30,7 @@ install_packages() {
   apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 ((${#missing[@]} == 0)) || install_packages "${missing[@]}"
+[[ ${1:-} != --deps-only ]] || exit 0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build --quiet 2>&1 | grep -v '^ninja: no work to do' || true
