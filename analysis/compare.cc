@@ -423,14 +423,14 @@ bool replayed_here(const std::vector<CompareEntry>& entries, const CompareEntry&
   return false;
 }
 
-Comparison make_comparison(std::vector<CompareEntry> entries, const std::string& baseline) {
-  Comparison c;
-  c.entries = std::move(entries);
+namespace {
+
+// Different source traces under one label: one workload per source, each
+// labelled by its source; results that name no source are warned of.
+void split_by_source(Comparison& c) {
   std::vector<std::string> labels;  // as given, in order of first appearance
   for (const auto& e : c.entries)
     if (std::find(labels.begin(), labels.end(), e.workload) == labels.end()) labels.push_back(e.workload);
-
-  // Different source traces under one label: one workload per source.
   for (const auto& w : labels) {
     std::vector<std::string> shas, unknown;
     for (const auto& e : c.entries)
@@ -464,6 +464,14 @@ Comparison make_comparison(std::vector<CompareEntry> entries, const std::string&
                                      "not compared with each other, charted apart as \"{}\"",
                                      w, shas.size(), fmt::join(new_labels, "\", \"")));
   }
+}
+
+}  // namespace
+
+Comparison make_comparison(std::vector<CompareEntry> entries, const std::string& baseline) {
+  Comparison c;
+  c.entries = std::move(entries);
+  split_by_source(c);
 
   for (const auto& e : c.entries) {
     if (std::find(c.workloads.begin(), c.workloads.end(), e.workload) == c.workloads.end()) c.workloads.push_back(e.workload);

@@ -247,11 +247,10 @@ std::string replay_times(const v1::TraceHeader& header) {
   return it == header.metadata().end() ? std::string() : it->second;
 }
 
-}  // namespace
-
-std::string report_text(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
-  const uint64_t rd = r.op(format::Op::kRead).bytes, wr = r.op(format::Op::kWrite).bytes;
+// The summary lines: what the trace is and its totals.
+std::string summary_text(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
   std::string out;
+  const uint64_t rd = r.op(format::Op::kRead).bytes, wr = r.op(format::Op::kWrite).bytes;
   std::vector<std::vector<std::string>> head = {
       {"trace", fmt::format("{}", fmt::join(o.traces, " "))},
       {"source", fmt::format("{} {}, {} device(s){}", v1::Source_Name(header.source()), header.source_detail(),
@@ -288,7 +287,12 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
   if (r.late_ios || r.dropped_events || r.status.damaged)
     out += fmt::format("{:<13}{} dropped events, {} late IOs{}\n", "warning", r.dropped_events, r.late_ios,
                        r.status.damaged ? ", damaged: " + r.status.message : "");
+  return out;
+}
 
+// Latency tables: device time per op, and the queue's when the trace has it.
+std::string latency_text(const Report& r) {
+  std::string out;
   auto latency_rows = [&](const std::string& title, stats::LogLinearHistogram OpLatency::*which, bool with_all) {
     std::vector<std::vector<std::string>> rows = {{title, "IOs", "mean", "p50", "p90", "p99", "p99.9", "max"}};
     auto add = [&](const std::string& name, const stats::LogLinearHistogram& h) {
@@ -306,7 +310,12 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
     latency_rows("Q2D (us)", &OpLatency::q2d, false);
     latency_rows("Q2C (us)", &OpLatency::q2c, false);
   }
+  return out;
+}
 
+// IO sizes and queue depths as shares of the IOs.
+std::string bucket_text(const Report& r) {
+  std::string out;
   auto bucket_rows = [&](const std::string& title, const auto& names, const auto& counts, uint64_t total) {
     std::vector<std::string> top = {title}, bottom = {"%"};
     for (size_t i = 0; i < names.size(); ++i) {
@@ -317,38 +326,48 @@ std::string report_text(const Report& r, const v1::TraceHeader& header, const Ou
   };
   bucket_rows("IO size", SizeMix::kBucketNames, r.sizes.buckets(), r.sizes.ios());
   bucket_rows("queue depth", stats::QueueDepth::kBucketNames, r.queue_depth.buckets(), r.queue_depth.ios());
+  return out;
+}
 
-  if (o.by_process) {
-    std::vector<std::vector<std::string>> rows = {
-        {"process", "pid", "IOs", "MB", "MB read", "MB written", "MB discarded", "MB write-zeroes"}};
-    auto mb = [](uint64_t bytes) { return fmt::format("{:.3f}", bytes / 1e6); };
-    for (const auto& e : r.processes.top(o.top))
-      rows.push_back({e.comm.empty() ? "?" : e.comm, e.pid ? std::to_string(e.pid) : "?", std::to_string(e.ios),
-                      mb(e.bytes), mb(e.bytes_read), mb(e.bytes_written), mb(e.bytes_discarded),
-                      mb(e.bytes_write_zeroes)});
-    out += "\n" + table(rows);
-    if (r.processes.approximate())
-      out += "(more processes than tracked: the figures are upper bounds, see --help)\n";
-  }
+// The processes that moved the most bytes (--by process).
+std::string process_text(const Report& r, const OutputOptions& o) {
+  std::string out;
+  std::vector<std::vector<std::string>> rows = {
+      {"process", "pid", "IOs", "MB", "MB read", "MB written", "MB discarded", "MB write-zeroes"}};
+  auto mb = [](uint64_t bytes) { return fmt::format("{:.3f}", bytes / 1e6); };
+  for (const auto& e : r.processes.top(o.top))
+    rows.push_back({e.comm.empty() ? "?" : e.comm, e.pid ? std::to_string(e.pid) : "?", std::to_string(e.ios),
+                    mb(e.bytes), mb(e.bytes_read), mb(e.bytes_written), mb(e.bytes_discarded),
+                    mb(e.bytes_write_zeroes)});
+  out += "\n" + table(rows);
+  if (r.processes.approximate())
+    out += "(more processes than tracked: the figures are upper bounds, see --help)\n";
+  return out;
+}
 
-  if (o.by_phase) {
-    if (header.phases_size() == 0) {
-      out += "\nphases       none (the trace was not generated in phases)\n";
-      return out;
-    }
-    std::vector<std::vector<std::string>> rows = {
-        {"phase", "size", "QD", "read %", "IOs", "IOPS", "MB/s", "mean (us)", "p99 (us)", "busy (s)"}};
-    for (const auto& p : phases_json(r, header))
-      rows.push_back({p["name"].get<std::string>(),
-                      p["block_size"] == 0 ? "mix" : units::format_size(p["block_size"].get<uint64_t>()),
-                      p["queue_depth"] == 0 ? "mix" : std::to_string(p["queue_depth"].get<uint32_t>()),
-                      fmt::format("{:g}", p["read_pct"].get<double>()), std::to_string(p["ios"].get<uint64_t>()),
-                      fmt::format("{:.1f}", p["iops"].get<double>()), fmt::format("{:.2f}", p["MBps"].get<double>()),
-                      us(static_cast<uint64_t>(p["mean_latency_ns"].get<double>())),
-                      us(p["p99_latency_ns"].get<uint64_t>()),
-                      fmt::format("{:.3f}", p["busy_time_ns"].get<int64_t>() / 1e9)});
-    out += "\n" + table(rows);
-  }
+// One row per phase of a generated trace (--by phase).
+std::string phase_text(const Report& r, const v1::TraceHeader& header) {
+  if (header.phases_size() == 0) return "\nphases       none (the trace was not generated in phases)\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"phase", "size", "QD", "read %", "IOs", "IOPS", "MB/s", "mean (us)", "p99 (us)", "busy (s)"}};
+  for (const auto& p : phases_json(r, header))
+    rows.push_back({p["name"].get<std::string>(),
+                    p["block_size"] == 0 ? "mix" : units::format_size(p["block_size"].get<uint64_t>()),
+                    p["queue_depth"] == 0 ? "mix" : std::to_string(p["queue_depth"].get<uint32_t>()),
+                    fmt::format("{:g}", p["read_pct"].get<double>()), std::to_string(p["ios"].get<uint64_t>()),
+                    fmt::format("{:.1f}", p["iops"].get<double>()), fmt::format("{:.2f}", p["MBps"].get<double>()),
+                    us(static_cast<uint64_t>(p["mean_latency_ns"].get<double>())),
+                    us(p["p99_latency_ns"].get<uint64_t>()),
+                    fmt::format("{:.3f}", p["busy_time_ns"].get<int64_t>() / 1e9)});
+  return "\n" + table(rows);
+}
+
+}  // namespace
+
+std::string report_text(const Report& r, const v1::TraceHeader& header, const OutputOptions& o) {
+  std::string out = summary_text(r, header, o) + latency_text(r) + bucket_text(r);
+  if (o.by_process) out += process_text(r, o);
+  if (o.by_phase) out += phase_text(r, header);
   return out;
 }
 

@@ -456,7 +456,12 @@ void check_same_suite(const std::vector<ReviewDocument>& reviews, const std::vec
     }
 }
 
-std::string review_html(const std::vector<ReviewDocument>& reviews, const std::vector<ReviewPageTest>& suite) {
+namespace {
+
+using TestNames = std::vector<std::pair<std::string, std::string>>;  // (name, title)
+
+// The drives, each labelled apart from the others.
+std::vector<Drive> drives_of(const std::vector<ReviewDocument>& reviews) {
   std::vector<Drive> drives;
   for (size_t i = 0; i < reviews.size(); ++i) {
     std::string label = reviews[i].drive.label;
@@ -464,26 +469,21 @@ std::string review_html(const std::vector<ReviewDocument>& reviews, const std::v
       if (d.label == label) label += fmt::format(" ({})", i + 1);
     drives.push_back({label, &reviews[i], i});
   }
-  // Tests in suite order (each document lists its tests in that order).
-  std::vector<std::pair<std::string, std::string>> tests;  // (name, title)
+  return drives;
+}
+
+// The tests in suite order (each document lists its tests in that order).
+TestNames tests_of(const std::vector<ReviewDocument>& reviews) {
+  TestNames tests;
   for (const auto& r : reviews)
     for (const auto& t : r.tests)
       if (std::find_if(tests.begin(), tests.end(), [&](const auto& x) { return x.first == t.test; }) == tests.end())
         tests.emplace_back(t.test, t.title);
+  return tests;
+}
 
-  std::string h = html_page_head("iotape review");
-  h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 24px 0; }\n"
-                               "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n"
-                               "#drives th:nth-child(2), #drives td:nth-child(2) { text-align: right; }\n"
-                               "h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #cccccc; }\n"
-                               "td.best { font-weight: bold; }\n");
-  std::string names;
-  for (const auto& d : drives) names += (names.empty() ? "" : ", ") + d.label;
-  h += "<h1>iotape review: " + escape(names) + "</h1>\n";
-  h += "<p class=\"note\">" + escape(suite_text(reviews[0].options)) + ". iotape " +
-       escape(reviews[0].iotape_version) + ".</p>\n";
-
-  // Drives.
+std::string drive_table(const std::vector<Drive>& drives) {
+  std::string h;
   h += "<table id=\"drives\">\n<tr><th>drive</th>";
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
@@ -494,7 +494,12 @@ std::string review_html(const std::vector<ReviewDocument>& reviews, const std::v
   }
   h += "</table>\n";
 
-  // Summary: each test's headline figures, a column per drive, the best in bold.
+  return h;
+}
+
+// Summary: each test's headline figures, a column per drive, the best in bold.
+std::string summary_table(const std::vector<Drive>& drives, const TestNames& tests) {
+  std::string h;
   h += "<h2 id=\"summary\">Summary</h2>\n<table id=\"summary-table\">\n<tr><th>test</th><th>figure</th>";
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
@@ -530,14 +535,11 @@ std::string review_html(const std::vector<ReviewDocument>& reviews, const std::v
     }
   }
   h += "</table>\n";
+  return h;
+}
 
-  for (const auto& [name, title] : tests) {
-    h += "<section id=\"" + escape(name) + "\">\n<h2>" + escape(title) + "</h2>\n";
-    h += section(drives, name, section_of(suite, name));
-    h += cpu_table(drives, name);
-    h += "</section>\n";
-  }
-
+std::string write_amplification_section(const std::vector<Drive>& drives, const TestNames& tests) {
+  std::string h;
   h += "<section id=\"write-amplification\">\n<h2>Write amplification</h2>\n";
   for (const auto& d : drives) {
     const ReviewWriteAmplificationSource& wa = d.doc->write_amplification;
@@ -553,13 +555,50 @@ std::string review_html(const std::vector<ReviewDocument>& reviews, const std::v
   }
   h += "</section>\n";
 
-  // File-level tests not run on some drive: say so.
+  return h;
+}
+
+// File-level tests not run on some drive: say so.
+std::string file_level_note(const std::vector<Drive>& drives) {
   std::string missing;
   for (const auto& d : drives)
     if (!d.test("file-level"))
       missing += "<p>" + escape(d.label) + ": file-level tests " + escape(d.doc->file_level.value_or("not run")) +
                  ".</p>\n";
-  if (!missing.empty()) h += "<section id=\"file-level-not-run\">\n<h2>File-level tests</h2>\n" + missing + "</section>\n";
+  if (missing.empty()) return missing;
+  return "<section id=\"file-level-not-run\">\n<h2>File-level tests</h2>\n" + missing + "</section>\n";
+}
+
+}  // namespace
+
+std::string review_html(const std::vector<ReviewDocument>& reviews, const std::vector<ReviewPageTest>& suite) {
+  const std::vector<Drive> drives = drives_of(reviews);
+  const TestNames tests = tests_of(reviews);
+
+  std::string h = html_page_head("iotape review");
+  h.insert(h.find("</style>"), "table.values { font-size: 12px; margin: 4px 0 24px 0; }\n"
+                               "table.values th:nth-child(2), table.values td:nth-child(2) { text-align: right; }\n"
+                               "#drives th:nth-child(2), #drives td:nth-child(2) { text-align: right; }\n"
+                               "h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #cccccc; }\n"
+                               "td.best { font-weight: bold; }\n");
+  std::string names;
+  for (const auto& d : drives) names += (names.empty() ? "" : ", ") + d.label;
+  h += "<h1>iotape review: " + escape(names) + "</h1>\n";
+  h += "<p class=\"note\">" + escape(suite_text(reviews[0].options)) + ". iotape " +
+       escape(reviews[0].iotape_version) + ".</p>\n";
+
+  h += drive_table(drives);
+  h += summary_table(drives, tests);
+
+  for (const auto& [name, title] : tests) {
+    h += "<section id=\"" + escape(name) + "\">\n<h2>" + escape(title) + "</h2>\n";
+    h += section(drives, name, section_of(suite, name));
+    h += cpu_table(drives, name);
+    h += "</section>\n";
+  }
+
+  h += write_amplification_section(drives, tests);
+  h += file_level_note(drives);
   h += "</body>\n</html>\n";
   return h;
 }

@@ -101,17 +101,41 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   return h;
 }
 
-}  // namespace
-
-RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
-  std::vector<std::string> notes;
-  const std::vector<observer::BlockDevice> devices = select_devices(o.devices, notes);
+// Options the back ends cannot honour together.
+void check_options(const RecordOptions& o) {
   if (o.issue_complete_only && o.backend != "blktrace")
     throw format::UsageError("--blk-events issue-complete: a choice of the blktrace back end");
   if (o.issue_complete_only && (o.pid || !o.comm.empty()))
     throw format::UsageError(
         "--blk-events issue-complete: issue and completion events carry no submitter, so --pid and --comm cannot "
         "filter them");
+}
+
+// Adds the events the back end dropped since the last call to the trace.
+void count_dropped(observer::Backend& b, TraceOutput& out, uint64_t& dropped) {
+  if (const uint64_t d = b.dropped(); d > dropped) {
+    out.add_dropped(d - dropped);
+    dropped = d;
+  }
+}
+
+// What the back end could not place, known only at the end: in the result and
+// the trace's end keys.
+void write_closing_counts(observer::Backend& b, TraceOutput& out, RecordResult& r) {
+  r.unmatched = b.unmatched();
+  out.set_metadata("capture.unmatched_completions", std::to_string(r.unmatched));
+  r.unmatched_bytes = b.unmatched_bytes();
+  out.set_metadata("capture.unmatched_completion_bytes", std::to_string(r.unmatched_bytes));
+  r.uncompleted = b.uncompleted();
+  out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
+}
+
+}  // namespace
+
+RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
+  std::vector<std::string> notes;
+  const std::vector<observer::BlockDevice> devices = select_devices(o.devices, notes);
+  check_options(o);
   observer::BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   bo.issue_complete_only = o.issue_complete_only;
   std::unique_ptr<observer::Backend> backend =
@@ -159,10 +183,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
         // The last bound still holds; IOs an interval old are not waited for.
         order.release(std::max(outstanding, now - interval), write);
       }
-      if (const uint64_t d = backend->dropped(); d > dropped) {
-        out.add_dropped(d - dropped);
-        dropped = d;
-      }
+      count_dropped(*backend, out, dropped);
       out.tick(now);
       if (stop.load(std::memory_order_relaxed)) {
         r.stop_reason = "signal";
@@ -180,16 +201,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     backend->poll(0, sink);  // what completed before the stop is still in the buffer
     backend->finish(sink);
     order.release(0, write, true);
-    if (const uint64_t d = backend->dropped(); d > dropped) {
-      out.add_dropped(d - dropped);
-      dropped = d;
-    }
-    r.unmatched = backend->unmatched();
-    out.set_metadata("capture.unmatched_completions", std::to_string(r.unmatched));
-    r.unmatched_bytes = backend->unmatched_bytes();
-    out.set_metadata("capture.unmatched_completion_bytes", std::to_string(r.unmatched_bytes));
-    r.uncompleted = backend->uncompleted();
-    out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
+    count_dropped(*backend, out, dropped);
+    write_closing_counts(*backend, out, r);
     out.close();
     if (cb.durable && o.output.writer.durability == format::Durability::kFdatasync)
       cb.durable(out.paths().back(), out.part_bytes());

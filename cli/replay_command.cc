@@ -23,7 +23,8 @@ struct ReplayArgs {
               data = "random", window, times = "auto", prefill = "auto";
 };
 
-void run(ReplayArgs& a) {
+// The options as the engine takes them, from the command line's words.
+void apply_words(ReplayArgs& a) {
   auto& o = a.o;
   o.timing = a.timing == "afap" ? replay::Timing::kAfap : replay::Timing::kOriginal;
   if (a.qd != "recorded") {
@@ -44,6 +45,55 @@ void run(ReplayArgs& a) {
               : a.prefill == "full" ? replay::Prefill::kFull
               : a.prefill == "none" ? replay::Prefill::kNone
                                     : replay::Prefill::kAuto;
+}
+
+// A line on the terminal that follows the prefill, then the replay.
+void show_progress(const replay::Progress& pr) {
+  if (pr.prefill_total) {
+    fmt::print(stderr, "\rprefill {}/{} MiB ({:.1f}%)   ", pr.prefill_done >> 20, pr.prefill_total >> 20,
+               100.0 * static_cast<double>(pr.prefill_done) / static_cast<double>(pr.prefill_total));
+    std::fflush(stderr);
+    return;
+  }
+  fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {}   ", pr.elapsed_ns / 1e9, pr.completed,
+             pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
+             replay::count_of(pr.errors, "error"));
+  std::fflush(stderr);
+}
+
+// What was replayed and how: the lines after the replay.
+void print_summary(const replay::Prepared& p, const replay::Outcome& out, const replay::ReplayOptions& o) {
+  const replay::Prefill prefill = p.options.prefill;
+  if (prefill == replay::Prefill::kNone)
+    fmt::print("prefill    none{}\n",
+               p.plan.by_op[static_cast<int>(format::Op::kRead)] ? " (reads may have read ranges never written)" : "");
+  else
+    fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
+               out.prefilled_bytes);
+  fmt::print("{}", out.fidelity.text());
+  fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
+                                                  : "user (replayer: submission to reap)");
+  if (out.ios)
+    fmt::print("cpu        replayer {:.0f} ns per IO; host {:.1f}% busy\n",
+               static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
+  fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
+             out.interrupted ? ", stopped early" : "");
+}
+
+// Every IO that failed, by name, up to the ones the outcome kept.
+void print_failures(const replay::Prepared& p, const replay::Outcome& out, const replay::ReplayOptions& o,
+                    bool signalled) {
+  const bool stopped = o.stop_on_error && out.interrupted && !signalled;
+  fmt::print(stderr, "iotape: {}{}:\n", stopped ? "stopped at the first IO error, " : "",
+             replay::count_of(out.errors, "IO") + " failed");
+  for (const auto& f : out.failures) fmt::print(stderr, "  {}\n", replay::describe_failure(f, p.targets));
+  if (out.errors > out.failures.size())
+    fmt::print(stderr, "  and {} more (their status is in the result)\n", out.errors - out.failures.size());
+}
+
+void run(ReplayArgs& a) {
+  apply_words(a);
+  const auto& o = a.o;
   const bool tty = ::isatty(STDERR_FILENO);
   // Before the plan pass, which reads the whole trace.
   if (o.result.empty() && !o.dry_run) throw format::UsageError("-o RESULT is required (except with --dry-run)");
@@ -61,48 +111,13 @@ void run(ReplayArgs& a) {
   }
 
   const StopSignals signals;
-  std::function<void(const replay::Progress&)> show;
-  if (tty)
-    show = [](const replay::Progress& pr) {
-      if (pr.prefill_total) {
-        fmt::print(stderr, "\rprefill {}/{} MiB ({:.1f}%)   ", pr.prefill_done >> 20, pr.prefill_total >> 20,
-                   100.0 * static_cast<double>(pr.prefill_done) / static_cast<double>(pr.prefill_total));
-        std::fflush(stderr);
-        return;
-      }
-      fmt::print(stderr, "\r{:.0f} s  {}/{} IOs ({:.1f}%)  {}   ", pr.elapsed_ns / 1e9, pr.completed,
-                 pr.planned, pr.planned ? 100.0 * static_cast<double>(pr.completed) / static_cast<double>(pr.planned) : 0.0,
-                 replay::count_of(pr.errors, "error"));
-      std::fflush(stderr);
-    };
-  const replay::Outcome out = replay::run_replay(p, signals.flag(), show);
+  const replay::Outcome out = replay::run_replay(p, signals.flag(), tty ? show_progress : nullptr);
   if (tty) fmt::print(stderr, "\n");
   if (!out.device_times && o.times == replay::Times::kAuto)
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
                        "overhead included), not the device's: {}\n", out.user_times_reason);
-  const replay::Prefill prefill = p.options.prefill;
-  if (prefill == replay::Prefill::kNone)
-    fmt::print("prefill    none{}\n",
-               p.plan.by_op[static_cast<int>(format::Op::kRead)] ? " (reads may have read ranges never written)" : "");
-  else
-    fmt::print("prefill    {}: {} bytes written before the replay\n", replay::prefill_name(prefill),
-               out.prefilled_bytes);
-  fmt::print("{}", out.fidelity.text());
-  fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
-                                                  : "user (replayer: submission to reap)");
-  if (out.ios)
-    fmt::print("cpu        replayer {:.0f} ns per IO; host {:.1f}% busy\n",
-               static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
-  fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
-             out.interrupted ? ", stopped early" : "");
-  if (!out.failures.empty()) {
-    const bool stopped = o.stop_on_error && out.interrupted && !signals.stopped();
-    fmt::print(stderr, "iotape: {}{}:\n", stopped ? "stopped at the first IO error, " : "",
-               replay::count_of(out.errors, "IO") + " failed");
-    for (const auto& f : out.failures) fmt::print(stderr, "  {}\n", replay::describe_failure(f, p.targets));
-    if (out.errors > out.failures.size())
-      fmt::print(stderr, "  and {} more (their status is in the result)\n", out.errors - out.failures.size());
-  }
+  print_summary(p, out, o);
+  if (!out.failures.empty()) print_failures(p, out, o, signals.stopped());
   if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
   if (damage.damaged) {
     fmt::print(stderr, "iotape: {}: the replay stops there; the result covers the {} before it\n", damage.message,

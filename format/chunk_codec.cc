@@ -46,21 +46,17 @@ int64_t first_at_least(const Field& f, uint32_t limit) {
   return -1;
 }
 
-}  // namespace
+// A common time quantum (e.g. 1000 for microsecond sources) and offset unit
+// shrink every varint of a chunk.
+struct Scales {
+  uint64_t time_quantum = 1;
+  int offset_shift = 0;
+};
 
-void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out) {
-  const int n = static_cast<int>(ios.size());
-  out->set_first_index(first_index);
-  out->set_count(n);
-  if (n == 0) return;
-  const int64_t base = ios[0].issue_ns;
-  out->set_base_issue_ns(base);
-
-  // A common time quantum (e.g. 1000 for microsecond sources) and offset unit
-  // shrink every varint of the chunk.
+Scales scales_of(std::span<const Io> ios) {
   uint64_t q = 0;
   uint64_t units = 0;
-  int64_t prev_issue = base;
+  int64_t prev_issue = ios[0].issue_ns;
   for (const Io& io : ios) {
     if (q != 1) {  // nanosecond sources reach 1 within a few IOs, and gcd(1, x) is 1
       q = std::gcd(q, uabs(wrap_sub(io.issue_ns, prev_issue)));
@@ -71,7 +67,37 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
     units |= io.offset | io.length;
   }
   if (q == 0 || q > static_cast<uint64_t>(INT64_MAX)) q = 1;
-  const int shift = units == 0 ? 0 : std::countr_zero(units);
+  return {q, units == 0 ? 0 : std::countr_zero(units)};
+}
+
+// Columns whose every value is 0 are written empty.
+void drop_zero_columns(v1::Chunk* out) {
+  drop_if_zero(out->mutable_issue_delta());
+  drop_if_zero(out->mutable_queue_to_issue());
+  drop_if_zero(out->mutable_issue_to_complete());
+  drop_if_zero(out->mutable_device());
+  drop_if_zero(out->mutable_op());
+  drop_if_zero(out->mutable_flags());
+  drop_if_zero(out->mutable_offset_delta());
+  drop_if_zero(out->mutable_length());
+  drop_if_zero(out->mutable_status());
+  drop_if_zero(out->mutable_pid_delta());
+  drop_if_zero(out->mutable_comm());
+  drop_if_zero(out->mutable_cpu());
+  drop_if_zero(out->mutable_cgroup_delta());
+  drop_if_zero(out->mutable_source_delta());
+}
+
+}  // namespace
+
+void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out) {
+  const int n = static_cast<int>(ios.size());
+  out->set_first_index(first_index);
+  out->set_count(n);
+  if (n == 0) return;
+  const int64_t base = ios[0].issue_ns;
+  out->set_base_issue_ns(base);
+  const auto [q, shift] = scales_of(ios);
   if (q != 1) out->set_time_quantum_ns(q);
   if (shift != 0) out->set_offset_shift(shift);
 
@@ -104,7 +130,7 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
   // as the previous IO's is the same name, found without hashing.
   std::string_view prev_comm;
   uint32_t prev_comm_id = 0;
-  prev_issue = base;
+  int64_t prev_issue = base;
   uint64_t prev_end = 0;
   uint32_t prev_pid = 0;
   uint64_t prev_cgroup = 0;
@@ -138,20 +164,7 @@ void encode_chunk(std::span<const Io> ios, uint64_t first_index, v1::Chunk* out)
     prev_pid = io.pid;
     prev_cgroup = io.cgroup;
   }
-  drop_if_zero(out->mutable_issue_delta());
-  drop_if_zero(out->mutable_queue_to_issue());
-  drop_if_zero(out->mutable_issue_to_complete());
-  drop_if_zero(out->mutable_device());
-  drop_if_zero(out->mutable_op());
-  drop_if_zero(out->mutable_flags());
-  drop_if_zero(out->mutable_offset_delta());
-  drop_if_zero(out->mutable_length());
-  drop_if_zero(out->mutable_status());
-  drop_if_zero(out->mutable_pid_delta());
-  drop_if_zero(out->mutable_comm());
-  drop_if_zero(out->mutable_cpu());
-  drop_if_zero(out->mutable_cgroup_delta());
-  drop_if_zero(out->mutable_source_delta());
+  drop_zero_columns(out);
 }
 
 bool check_chunk(const v1::Chunk& c, uint32_t devices, std::string* why) {
