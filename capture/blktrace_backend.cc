@@ -109,6 +109,15 @@ class Setting {
   std::string path_, restore_;
 };
 
+// An open file descriptor, closed on destruction.
+struct HeldDevice {
+  explicit HeldDevice(int f) : fd(f) {}
+  ~HeldDevice() { ::close(fd); }
+  HeldDevice(const HeldDevice&) = delete;
+  HeldDevice& operator=(const HeldDevice&) = delete;
+  int fd;
+};
+
 // Keeps the tracer's thread-to-process table (saved_tgids) filled while it
 // lives: the blk tracer alone does not; a trace instance of its own with
 // record-tgid and one rare event (process exit) starts the recording for all
@@ -196,6 +205,11 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
     change(kTracefs + "/buffer_size_kb", std::to_string(buffer / 1024 / static_cast<uint64_t>(cpus > 0 ? cpus : 1)));
     for (const auto& d : o.devices) {
+      // Before 5.11 (bdget in the sysfs handler) the tracer finds a disk's
+      // queue only while the disk is open: trace/enable says ENXIO on a
+      // disk nobody holds. Hold it for the capture.
+      if (const int fd = ::open(("/dev/" + d.name).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0)
+        held_.push_back(std::make_unique<HeldDevice>(fd));
       change("/sys/block/" + d.name + "/trace/enable", "1", "0");
       // Only once enabled: the mask belongs to the device's tracing session.
       if (o.issue_complete_only) change("/sys/block/" + d.name + "/trace/act_mask", "issue,complete");
@@ -481,6 +495,9 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   observer::BackendOptions opt_;
   std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
+  // The traced disks, open (see the constructor): declared before the
+  // settings, so closed after trace/enable is back to 0.
+  std::vector<std::unique_ptr<HeldDevice>> held_;
   std::vector<std::unique_ptr<Setting>> settings_;
   std::unique_ptr<TgidRecording> tgids_;
   std::unique_ptr<Setting> tracer_;
