@@ -26,6 +26,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -238,6 +239,12 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   v1::Source source() const override { return v1::SOURCE_BLKTRACE; }
   std::string detail() const override {
     return opt_.issue_complete_only ? "blktrace:ftrace-raw:issue,complete" : "blktrace:ftrace-raw";
+  }
+
+  std::map<std::string, std::string> metadata() const override {
+    if (!opt_.issue_complete_only) return {{"capture.hooks", "ftrace blk tracer: all events"}};
+    return {{"capture.hooks", "ftrace blk tracer: issue and complete events"},
+            {"capture.unavailable", "queue time and submitter (--blk-events issue-complete)"}};
   }
 
   void poll(int timeout_ms, const observer::IoSink& sink) override {

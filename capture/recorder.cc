@@ -89,6 +89,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   h.set_trace_id(random_id());
   auto& m = *h.mutable_metadata();
   m["capture.backend"] = o.backend;
+  for (const auto& [k, v] : b.metadata()) m[k] = v;
   if (const std::string idle = host::describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
@@ -118,6 +119,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
 
   std::string names;
   for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
+  for (const auto& [k, v] : backend->metadata()) notes.push_back(k + ": " + v);
   notes.push_back(fmt::format("recording {} with {} to {}", names, backend->detail(), out.paths().front()));
   if (cb.note)
     for (const auto& n : notes) cb.note(n);
