@@ -263,7 +263,7 @@ class BlockIoAssembler::Impl {
         if (in_flight_.front(k)) {
           Request r = in_flight_.take_front(k);
           r.issue_ns = kNoTime;
-          queued_.put(k, std::move(r));
+          requeued_.put(k, std::move(r));
           ++requeues_;
         }
         break;
@@ -313,7 +313,7 @@ class BlockIoAssembler::Impl {
     note(unmatched_merges_, "merge (M/F) events matched no queued request");
     note(unqueued_issues_, "D events had no Q, G or I (queue time, pid and process name unknown)");
     note(in_flight_.size(), "requests were issued but not completed when the trace ended");
-    note(queued_.size(), "queued bios or requests were never issued");
+    note(queued_.size() + requeued_.size(), "queued bios or requests were never issued");
     note(requeues_, "requeues (R): those requests were issued again");
     note(remaps_followed_, "remap (A) events moved a queued bio to the device below");
     note(passthrough_, "passthrough (PC) events skipped");
@@ -327,6 +327,7 @@ class BlockIoAssembler::Impl {
       if (t != kNoTime && t >= floor_ns && (oldest == kNoTime || t < oldest)) oldest = t;
     };
     queued_.for_each(visit);
+    requeued_.for_each(visit);
     in_flight_.for_each(visit);
     return oldest;
   }
@@ -342,10 +343,12 @@ class BlockIoAssembler::Impl {
       ++written;
       return true;
     });
-    queued_.take_if([&](Key, const Request& r) {
+    const auto old = [&](Key, const Request& r) {
       const int64_t t = r.queue_ns != kNoTime ? r.queue_ns : r.issue_ns;
       return t < before_ns;
-    });
+    };
+    queued_.take_if(old);
+    requeued_.take_if(old);
     report_.ios += written;
     return written;
   }
@@ -410,7 +413,12 @@ class BlockIoAssembler::Impl {
     // at the same place: that one completes without being issued.
     const bool flush_request =
         ev.bytes == 0 && (ev.categories() & category::kFlush) && !(ev.categories() & category::kWrite);
-    if (Request* q = queued_.front(k); q && !(flush_request && q->empty_preflush)) {
+    // A requeued request is issued again before anything queued behind it:
+    // in the queue, a requeued flush request would stand in the place of the
+    // fsyncs' empty writes queued at sector 0, which complete without issue.
+    if (Request* q = requeued_.front(k); q && (q->op == Op::kFlush) == flush_request) {
+      r = requeued_.take_front(k);
+    } else if (Request* q = queued_.front(k); q && !(flush_request && q->empty_preflush)) {
       r = queued_.take_front(k);
       r.remapped = false;
     } else {
@@ -427,6 +435,9 @@ class BlockIoAssembler::Impl {
 
   void complete(const TraceEvent& ev, Key k, const EventPlace& place) {
     Request* r = in_flight_.front(k);
+    // An fsync's empty write completes at sector 0, where the flush request
+    // for a later fsync may be in flight: not that one's completion.
+    if (r && r->op == Op::kFlush && ev.bytes == 0 && (ev.categories() & category::kWrite)) r = nullptr;
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as
       // requests: forget the bio, so its queue does not grow without end.
@@ -556,6 +567,7 @@ class BlockIoAssembler::Impl {
   const ImportOptions options_;
   EventCensus census_;
   Requests queued_;     // Q/G/I seen, not yet issued
+  Requests requeued_;   // issued, then requeued (R): to be issued again
   Requests in_flight_;  // issued, not yet completed
   std::unordered_map<uint32_t, std::string> comms_;  // pid -> process name, from notify records
   std::unordered_map<uint32_t, uint32_t> devices_;   // dev_t -> device index
