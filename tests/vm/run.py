@@ -16,6 +16,7 @@ and prints a table. Exit status 1 when any check is not exact.
 Everything it fetches or makes is kept under BUILD/vm-cache.
 
   tests/vm/run.py --iotape build/cli/iotape [--build-dir build] [--kernel 6.1]...
+                  [--flavour amd64] [--drives nvme,sata] [--backends ebpf,blktrace,auto]
 """
 import argparse
 import functools
@@ -38,12 +39,15 @@ SOURCES = [
     f"{DEBIAN}/debian-security bookworm-security main",
     f"{DEBIAN}/debian trixie main",
 ]
-# Kernel series: the package name pattern (the newest match is taken).
+# Kernel series: the package name pattern (the newest match is taken), for
+# a flavour: cloud (the default: fewer drivers, a smaller download; no AHCI
+# before 6.12) or amd64.
 KERNELS = {
-    "5.10": r"^linux-image-5\.10\.0-(\d+)-cloud-amd64$",
-    "6.1": r"^linux-image-6\.1\.0-(\d+)-cloud-amd64$",
-    "6.12": r"^linux-image-6\.12\.(\d+)\+deb13-cloud-amd64$",
+    "5.10": r"^linux-image-5\.10\.0-(\d+)-{flavour}$",
+    "6.1": r"^linux-image-6\.1\.0-(\d+)-{flavour}$",
+    "6.12": r"^linux-image-6\.12\.(\d+)\+deb13-{flavour}$",
 }
+FLAVOURS = {"cloud": "cloud-amd64", "amd64": "amd64"}
 # Drive kinds: the modules their driver needs (any may be built in).
 DRIVES = {
     "nvme": ["nvme"],
@@ -112,8 +116,8 @@ class Apt:
         self._run("apt-get", ["-q", "download", spec], cwd=into)
 
 
-def newest_kernel(apt, series):
-    pattern = KERNELS[series]
+def newest_kernel(apt, series, flavour):
+    pattern = KERNELS[series].replace("{flavour}", FLAVOURS[flavour])
     names = apt.names(pattern)
     if not names and not apt.updated:
         apt.update(force=True)
@@ -467,7 +471,8 @@ def judge(run):
 
 
 def run_kernel(series, apt, cache, args):
-    name = newest_kernel(apt, series)
+    name = newest_kernel(apt, series, args.flavour)
+    label = series if args.flavour == "cloud" else f"{series}-{args.flavour}"
     log(f"kernel {series}: {name} {apt.version(name)}")
     kernel = Kernel(extract(fetch_deb(apt, name, os.path.join(cache, "debs")), os.path.join(cache, "kernels", name)))
     drives, absent = [], {}
@@ -477,7 +482,7 @@ def run_kernel(series, apt, cache, args):
             absent[d] = "no " + ",".join(missing) + " in this kernel"
         else:
             drives.append(d)
-    work = os.path.join(cache, "work", series)
+    work = os.path.join(cache, "work", label)
     os.makedirs(work, exist_ok=True)
     initramfs = build_initramfs(kernel, drives, static_busybox(apt, cache), args.iotape, work)
     log(f"booting {kernel.release} with {','.join(drives)} (initramfs {os.path.getsize(initramfs) >> 20} MiB)")
@@ -497,16 +502,16 @@ def run_kernel(series, apt, cache, args):
                 v = judge(runs[(d, b)])
             else:
                 v = {"result": "failed", "detail": error or "no result"}
-            v.update(kernel=series, release=kernel.release, package=name, drive=d, backend=b)
+            v.update(kernel=label, release=kernel.release, package=name, drive=d, backend=b)
             results.append(v)
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump({"seconds": seconds, "error": error, "runs": results}, f, indent=1)
-    log(f"kernel {series}: {seconds:.0f} s in the VM" + (f" ({error})" if error else ""))
+    log(f"kernel {label}: {seconds:.0f} s in the VM" + (f" ({error})" if error else ""))
     return results, seconds
 
 
 def print_table(results):
-    print(f"{'kernel':<8} {'drive':<7} {'backend':<9} {'result':<9} "
+    print(f"{'kernel':<10} {'drive':<7} {'backend':<9} {'result':<9} "
           f"{'reads':>7} {'writes':>7} {'discards':>8} {'flushes':>7} {'MiB r/w/d':>15}  detail")
     for r in results:
         t = r.get("trace")
@@ -516,7 +521,7 @@ def print_table(results):
         detail = r.get("detail", "")
         if r["result"] == "exact":
             detail = f"= stat, = fio ({r['fio_syncs']} fsyncs); {r.get('source_detail', '')}"
-        print(f"{r['kernel']:<8} {r['drive']:<7} {r['backend']:<9} {r['result']:<9} {counts:>15}  {detail}")
+        print(f"{r['kernel']:<10} {r['drive']:<7} {r['backend']:<9} {r['result']:<9} {counts:>15}  {detail}")
 
 
 def main():
@@ -526,6 +531,8 @@ def main():
                    help="build tree; downloads and images go to BUILD/vm-cache")
     p.add_argument("--kernel", action="append", choices=sorted(KERNELS),
                    help="kernel series to boot, repeatable (default: all, or $IOTAPE_VM_KERNELS)")
+    p.add_argument("--flavour", choices=sorted(FLAVOURS), default="cloud",
+                   help="Debian kernel flavour (amd64 has AHCI on every series)")
     p.add_argument("--drives", default="nvme,virtio,scsi,sata,nullb")
     p.add_argument("--backends", default="ebpf,blktrace")
     p.add_argument("--runtime", type=int, default=3, help="seconds of fio per drive and back end")
