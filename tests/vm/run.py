@@ -382,7 +382,13 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
         with open(results, "rb") as f:
             lines = [l.decode("utf-8", "replace").rstrip("\r") for l in f.read().split(b"\n")]
     if error is None and not any(l.startswith("IOTAPE-VM - - done") for l in lines):
-        error = f"the guest stopped before the end (qemu exit {p.returncode}); see {console}"
+        error = f"the guest stopped before the end (qemu exit {p.returncode})"
+    if error:
+        # The kernel's own complaint, if it made one (a panic, an oops, a lockup).
+        with open(console, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        oops = re.search(r"(Kernel panic[^\r\n]*|BUG:[^\r\n]*|Oops[^\r\n]*)", text)
+        error += (f": {oops.group(1).strip()}" if oops else "") + f"; see {console}"
     return lines, error, seconds
 
 
@@ -536,7 +542,7 @@ def main():
     p.add_argument("--drives", default="nvme,virtio,scsi,sata,nullb")
     p.add_argument("--backends", default="ebpf,blktrace")
     p.add_argument("--runtime", type=int, default=3, help="seconds of fio per drive and back end")
-    p.add_argument("--timeout", type=int, default=900, help="seconds one boot may take")
+    p.add_argument("--timeout", type=int, default=400, help="seconds one boot may take (a healthy one: 1-2 minutes)")
     p.add_argument("--update", action="store_true", help="refresh the package lists")
     args = p.parse_args()
     args.drives = args.drives.split(",")
