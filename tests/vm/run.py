@@ -552,6 +552,9 @@ def main():
             p.error(f"unknown drive kind {d}")
     kernels = args.kernel or os.environ.get("IOTAPE_VM_KERNELS", "").split(",")
     kernels = [k for k in kernels if k] or list(KERNELS)
+    for tool in ("qemu-system-x86_64", "apt-get", "dpkg-deb", "objcopy", "fio"):
+        if not shutil.which(tool):
+            p.error(f"{tool} is missing (Debian: apt-get install qemu-system-x86 fio binutils)")
     args.iotape = os.path.abspath(args.iotape)
     cache = os.path.join(os.path.abspath(args.build_dir), "vm-cache")
     apt = Apt(os.path.join(cache, "apt"))
