@@ -60,6 +60,24 @@ class Requests {
   }
   Request take_front(Key k) { return take(k, true); }
   Request take_back(Key k) { return take(k, false); }
+  // The first request at `k` that `fits`, or nullptr.
+  template <typename Fits>
+  Request* first(Key k, Fits fits) {
+    auto it = map_.find(k);
+    if (it == map_.end()) return nullptr;
+    for (Request& r : it->second)
+      if (fits(r)) return &r;
+    return nullptr;
+  }
+  // Removes `*r`, a request at `k`, and returns it.
+  Request take(Key k, const Request* r) {
+    auto it = map_.find(k);
+    const auto at = it->second.begin() + (r - it->second.data());
+    Request out = std::move(*at);
+    it->second.erase(at);
+    if (it->second.empty()) map_.erase(it);
+    return out;
+  }
   void put(Key k, Request r) { map_[k].push_back(std::move(r)); }
 
   // A request on `dev` ending at `sector`, among the few places just before it.
@@ -263,7 +281,7 @@ class BlockIoAssembler::Impl {
         if (in_flight_.front(k)) {
           Request r = in_flight_.take_front(k);
           r.issue_ns = format::kNoTime;
-          queued_.put(k, std::move(r));
+          requeued_.put(k, std::move(r));
           ++requeues_;
         }
         break;
@@ -313,7 +331,7 @@ class BlockIoAssembler::Impl {
     note(unmatched_merges_, "merge (M/F) events matched no queued request");
     note(unqueued_issues_, "D events had no Q, G or I (queue time, pid and process name unknown)");
     note(in_flight_.size(), "requests were issued but not completed when the trace ended");
-    note(queued_.size(), "queued bios or requests were never issued");
+    note(queued_.size() + requeued_.size(), "queued bios or requests were never issued");
     note(requeues_, "requeues (R): those requests were issued again");
     note(remaps_followed_, "remap (A) events moved a queued bio to the device below");
     note(passthrough_, "passthrough (PC) events skipped");
@@ -327,6 +345,7 @@ class BlockIoAssembler::Impl {
       if (t != format::kNoTime && t >= floor_ns && (oldest == format::kNoTime || t < oldest)) oldest = t;
     };
     queued_.for_each(visit);
+    requeued_.for_each(visit);
     in_flight_.for_each(visit);
     return oldest;
   }
@@ -342,10 +361,12 @@ class BlockIoAssembler::Impl {
       ++written;
       return true;
     });
-    queued_.take_if([&](Key, const Request& r) {
+    const auto old = [&](Key, const Request& r) {
       const int64_t t = r.queue_ns != format::kNoTime ? r.queue_ns : r.issue_ns;
       return t < before_ns;
-    });
+    };
+    queued_.take_if(old);
+    requeued_.take_if(old);
     report_.ios += written;
     return written;
   }
@@ -410,8 +431,19 @@ class BlockIoAssembler::Impl {
     // at the same place: that one completes without being issued.
     const bool flush_request =
         ev.bytes == 0 && (ev.categories() & category::kFlush) && !(ev.categories() & category::kWrite);
-    if (Request* q = queued_.front(k); q && !(flush_request && q->empty_preflush)) {
-      r = queued_.take_front(k);
+    // A requeued request is issued again before anything queued behind it:
+    // in the queue, a requeued flush request would stand in the place of the
+    // fsyncs' empty writes queued at sector 0, which complete without issue.
+    // An fsync's empty write is never issued: a request issued at sector 0
+    // is not the one queued there (unless it is an empty write itself), nor
+    // is a flush request the write or discard queued at sector 0.
+    const auto issued_as = [&](const Request& q) {
+      return flush_request ? !q.empty_preflush && q.bytes == 0 : !q.empty_preflush || ev.bytes == 0;
+    };
+    if (Request* q = requeued_.front(k); q && (q->op == format::Op::kFlush) == flush_request) {
+      r = requeued_.take_front(k);
+    } else if (Request* q = queued_.first(k, issued_as)) {
+      r = queued_.take(k, q);
       r.remapped = false;
     } else {
       r.start = ev.sector;
@@ -426,12 +458,23 @@ class BlockIoAssembler::Impl {
   }
 
   void complete(const TraceEvent& ev, Key k, const EventPlace& place) {
-    Request* r = in_flight_.front(k);
+    // At sector 0 an fsync's empty write (never issued) completes where a
+    // flush request, and a write or discard of sector 0, may be in flight:
+    // a completion is that of a request of its kind.
+    const bool empty_write = ev.bytes == 0 && (ev.categories() & category::kWrite);
+    const bool flush = ev.bytes == 0 && (ev.categories() & category::kFlush) && !empty_write;
+    Request* r = in_flight_.first(k, [&](const Request& q) {
+      return flush ? q.op == format::Op::kFlush : q.op != format::Op::kFlush && (!empty_write || q.bytes == 0);
+    });
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as
       // requests: forget the bio, so its queue does not grow without end.
       std::optional<Request> bio;
-      if (queued_.front(k)) bio = queued_.take_front(k);
+      if (!empty_write) {
+        if (queued_.front(k)) bio = queued_.take_front(k);
+      } else if (Request* e = queued_.first(k, [](const Request& q) { return q.empty_preflush; })) {
+        bio = queued_.take(k, e);
+      }
       if (!census_.has(kIssue)) return hold_undispatched(bio, ev, place);
       if (bio && bio->empty_preflush && bio->queue_ns != format::kNoTime) return complete_unissued(*bio, ev, place);
       if (!bio && ev.bytes == 0 && (ev.categories() & category::kWrite)) {
@@ -462,12 +505,12 @@ class BlockIoAssembler::Impl {
     if (err != 0) r->status = err > 0 ? -err : err;
     r->completed += ev.bytes;
     if (r->completed < r->bytes) {  // a partial completion: the rest continues after it
-      Request rest = in_flight_.take_front(k);
+      Request rest = in_flight_.take(k, r);
       in_flight_.put({ev.dev, ev.sector + ev.bytes / kSector}, std::move(rest));
       return;
     }
     if (ev.sectorless) r->start = ev.sector;
-    const Request done = in_flight_.take_front(k);
+    const Request done = in_flight_.take(k, r);
     format::Io io = io_of(done, ev.dev, place);
     io.complete_ns = static_cast<int64_t>(ev.time);
     out_.append(io);
@@ -556,6 +599,7 @@ class BlockIoAssembler::Impl {
   const ImportOptions options_;
   EventCensus census_;
   Requests queued_;     // Q/G/I seen, not yet issued
+  Requests requeued_;   // issued, then requeued (R): to be issued again
   Requests in_flight_;  // issued, not yet completed
   std::unordered_map<uint32_t, std::string> comms_;  // pid -> process name, from notify records
   std::unordered_map<uint32_t, uint32_t> devices_;   // dev_t -> device index

@@ -26,6 +26,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -50,6 +51,7 @@ constexpr int64_t kThreadCacheNs = 1'000'000'000;    // names change (exec, prct
 constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
 constexpr uint32_t kNoDevice = UINT32_MAX;
 constexpr int64_t kReadIntervalNs = 2'000'000;  // at most one read of the buffers this often
+constexpr int64_t kMaxSlackNs = 50'000'000;     // the longest wait for an event stamped before it is written
 
 // The ring buffer's page (events/header_page) and event header (events/header_event).
 constexpr size_t kPageHeader = 16;          // u64 time stamp, u64 commit
@@ -107,6 +109,15 @@ class Setting {
 
  private:
   std::string path_, restore_;
+};
+
+// An open file descriptor, closed on destruction.
+struct HeldDevice {
+  explicit HeldDevice(int f) : fd(f) {}
+  ~HeldDevice() { ::close(fd); }
+  HeldDevice(const HeldDevice&) = delete;
+  HeldDevice& operator=(const HeldDevice&) = delete;
+  int fd;
 };
 
 // Keeps the tracer's thread-to-process table (saved_tgids) filled while it
@@ -197,6 +208,11 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     const uint64_t buffer = o.buffer_bytes ? o.buffer_bytes : kDefaultBuffer;
     change(kTracefs + "/buffer_size_kb", std::to_string(buffer / 1024 / static_cast<uint64_t>(cpus > 0 ? cpus : 1)));
     for (const auto& d : o.devices) {
+      // Before 5.11 (bdget in the sysfs handler) the tracer finds a disk's
+      // queue only while the disk is open: trace/enable says ENXIO on a
+      // disk nobody holds. Hold it for the capture.
+      if (const int fd = ::open(("/dev/" + d.name).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0)
+        held_.push_back(std::make_unique<HeldDevice>(fd));
       change("/sys/block/" + d.name + "/trace/enable", "1", "0");
       // Only once enabled: the mask belongs to the device's tracing session.
       if (o.issue_complete_only) change("/sys/block/" + d.name + "/trace/act_mask", "issue,complete");
@@ -225,6 +241,12 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   v1::Source source() const override { return v1::SOURCE_BLKTRACE; }
   std::string detail() const override {
     return opt_.issue_complete_only ? "blktrace:ftrace-raw:issue,complete" : "blktrace:ftrace-raw";
+  }
+
+  std::map<std::string, std::string> metadata() const override {
+    if (!opt_.issue_complete_only) return {{"capture.hooks", "ftrace blk tracer: all events"}};
+    return {{"capture.hooks", "ftrace blk tracer: issue and complete events"},
+            {"capture.unavailable", "queue time and submitter (--blk-events issue-complete)"}};
   }
 
   void poll(int timeout_ms, const observer::IoSink& sink) override {
@@ -288,12 +310,13 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   // Reads every CPU's pages, then passes the assembler, in time order, the
   // events no other CPU's can come before any more (all of them at the end):
-  // those stamped kStampSlackNs before the reads began.
+  // those stamped slack_ns_ before the reads began (kStampSlackNs, longer
+  // once an event came later than that, see add_entry).
   // Returns the time before which every event has been passed on.
   int64_t read_and_merge(bool all) {
     const int64_t read_start = host::boottime_ns();
     for (auto& c : cpus_) read_pages(*c);
-    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - observer::kStampSlackNs, 0));
+    const uint64_t until = all ? UINT64_MAX : static_cast<uint64_t>(std::max<int64_t>(read_start - slack_ns_, 0));
     for (;;) {
       CpuStream* first = nullptr;
       for (auto& c : cpus_)
@@ -308,6 +331,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
       c->events.erase(c->events.begin(), c->events.begin() + static_cast<ptrdiff_t>(c->merged));
       c->merged = 0;
     }
+    merged_until_ = std::max(merged_until_, until);
     return static_cast<int64_t>(std::min<uint64_t>(until, INT64_MAX));
   }
 
@@ -360,6 +384,13 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   // One ftrace blk entry as the blktrace record it stands for.
   void add_entry(CpuStream& c, const char* entry, size_t len, uint64_t ts, uint64_t at) {
+    if (ts < merged_until_ && merged_until_ != UINT64_MAX) {
+      // Written after events of other CPUs stamped later were passed on: its
+      // CPU was held up between stamping and committing it (a VM's vCPU
+      // preempted by its host). Wait longer for such events from now on.
+      slack_ns_ = std::min<int64_t>(std::max<int64_t>(2 * slack_ns_, static_cast<int64_t>(merged_until_ - ts) * 2),
+                                    kMaxSlackNs);
+    }
     if (len < sizeof(format::blktrace::Record)) return;  // not the blk tracer's
     // Most events are plugs and unplugs, which make no IO: skip them, and
     // other devices' events, before decoding.
@@ -487,6 +518,9 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
 
   observer::BackendOptions opt_;
   std::unordered_map<uint32_t, uint32_t> index_;  // kernel dev_t -> index into opt_.devices
+  // The traced disks, open (see the constructor): declared before the
+  // settings, so closed after trace/enable is back to 0.
+  std::vector<std::unique_ptr<HeldDevice>> held_;
   std::vector<std::unique_ptr<Setting>> settings_;
   std::unique_ptr<TgidRecording> tgids_;
   std::unique_ptr<Setting> tracer_;
@@ -505,6 +539,8 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   int64_t last_expiry_ = 0;
   int64_t last_read_ = 0;
   uint64_t overrun_base_ = 0;
+  uint64_t merged_until_ = 0;                       // every event stamped before it was passed on
+  int64_t slack_ns_ = observer::kStampSlackNs;     // how long before a read its CPUs' events may still come
   uint64_t uncompleted_ = 0;
 };
 

@@ -68,7 +68,27 @@ std::vector<observer::BlockDevice> select_devices(const std::vector<std::string>
   return out;
 }
 
-v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices, const observer::Backend& b) {
+// The back end `o.backend` names; "auto": eBPF where it loads, else the
+// blktrace one, with the reason in `notes`. `chosen` gets the one made.
+std::unique_ptr<observer::Backend> make_backend(const RecordOptions& o, const observer::BackendOptions& bo,
+                                                std::vector<std::string>& notes, std::string& chosen) {
+  chosen = o.backend;
+  if (o.backend == "blktrace") return make_blktrace_backend(bo);
+  if (o.backend != "auto") return observer::make_ebpf_backend(bo);
+  try {
+    chosen = "ebpf";
+    return observer::make_ebpf_backend(bo);
+  } catch (const format::TraceError& e) {
+    std::string why = e.what();
+    if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);  // the first line: libbpf's log follows
+    notes.push_back("the ebpf back end cannot run here (" + why + "): using the blktrace back end");
+  }
+  chosen = "blktrace";
+  return make_blktrace_backend(bo);
+}
+
+v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices, const observer::Backend& b,
+                            const std::string& backend) {
   v1::TraceHeader h;
   h.set_source(b.source());
   h.set_source_detail(b.detail());
@@ -88,7 +108,8 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   }
   h.set_trace_id(random_id());
   auto& m = *h.mutable_metadata();
-  m["capture.backend"] = o.backend;
+  m["capture.backend"] = backend;
+  for (const auto& [k, v] : b.metadata()) m[k] = v;
   if (const std::string idle = host::describe_cpu_idle(); !idle.empty()) m["host.cpu_idle"] = idle;
   m["capture.devices"] = names;
   m["capture.flush_interval_ns"] = std::to_string(o.output.writer.flush_interval_ns);
@@ -138,12 +159,13 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   check_options(o);
   observer::BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   bo.issue_complete_only = o.issue_complete_only;
-  std::unique_ptr<observer::Backend> backend =
-      o.backend == "blktrace" ? make_blktrace_backend(bo) : observer::make_ebpf_backend(bo);
-  TraceOutput out(o.output, make_header(o, devices, *backend));
+  std::string chosen;
+  std::unique_ptr<observer::Backend> backend = make_backend(o, bo, notes, chosen);
+  TraceOutput out(o.output, make_header(o, devices, *backend, chosen));
 
   std::string names;
   for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
+  for (const auto& [k, v] : backend->metadata()) notes.push_back(k + ": " + v);
   notes.push_back(fmt::format("recording {} with {} to {}", names, backend->detail(), out.paths().front()));
   if (cb.note)
     for (const auto& n : notes) cb.note(n);

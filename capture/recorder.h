@@ -34,7 +34,7 @@ namespace iotape::capture {
 
 struct RecordOptions {
   std::vector<std::string> devices;  // paths or MAJ:MIN; empty = every request-based whole disk
-  std::string backend = "ebpf";      // "ebpf" or "blktrace"
+  std::string backend = "auto";      // "ebpf", "blktrace", or "auto": ebpf where it loads, else blktrace
   OutputOptions output;
   int64_t duration_ns = 0;           // 0 = until a signal
   uint32_t pid = 0;

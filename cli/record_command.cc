@@ -85,8 +85,10 @@ void add_record_command(CLI::App& app) {
                   "Default: every request-based whole disk");
   sub->add_option("-o,--output", c->o.output.path, "Trace file (with rotation: the stem of OUT.NNNN.iot parts)")
       ->required();
-  sub->add_option("--backend", c->o.backend, "ebpf (default) or blktrace (the ftrace blk tracer)")
-      ->check(CLI::IsMember({"ebpf", "blktrace"}));
+  sub->add_option("--backend", c->o.backend,
+                  "auto (default: ebpf where this kernel loads it, else blktrace, saying why), ebpf, "
+                  "or blktrace (the ftrace blk tracer)")
+      ->check(CLI::IsMember({"auto", "ebpf", "blktrace"}));
   sub->add_option("--blk-events", c->blk_events,
                   "With --backend blktrace: all (default), or issue-complete: only the tracer's D and C events, "
                   "at about a third of its cost on the IO path; IOs keep issue and completion times, op, "

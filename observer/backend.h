@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ class Backend {
   virtual v1::Source source() const = 0;
   // How it captures, for TraceHeader.source_detail: "ebpf:tp_btf", "blktrace:ftrace-raw", ...
   virtual std::string detail() const = 0;
+  // Header metadata on what this kernel let it hook: capture.hooks, and
+  // capture.unavailable naming what the trace lacks for it (queue times, ...).
+  virtual std::map<std::string, std::string> metadata() const { return {}; }
   // Waits up to timeout_ms for IOs and passes each completed IO to `sink`.
   // Returns early (without error) when a signal interrupts the wait.
   virtual void poll(int timeout_ms, const IoSink& sink) = 0;

@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,8 +42,15 @@ std::string g_libbpf_log;
 
 int keep_libbpf_log(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  char line[512];
-  const int n = std::vsnprintf(line, sizeof line, format, args);
+  // Whole: a verifier log comes as one message, and its end says why.
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (n <= 0) return n;
+  std::string line(static_cast<size_t>(n) + 1, '\0');
+  std::vsnprintf(line.data(), line.size(), format, args);
+  line.pop_back();
   g_libbpf_log += line;
   if (g_libbpf_log.size() > 4096) g_libbpf_log.erase(0, g_libbpf_log.size() - 4096);
   return n;
@@ -84,6 +92,37 @@ TracepointShape tracepoint_shape(const btf* vmlinux, const std::string& name) {
   return shape;
 }
 
+// Whether the kernel has `name` out of line and ftrace can hook it: in its
+// BTF, and in available_filter_functions where tracefs shows that.
+bool traceable_function(const btf* vmlinux, const char* name) {
+  if (btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) < 0) return false;
+  for (const char* path : {"/sys/kernel/tracing/available_filter_functions",
+                           "/sys/kernel/debug/tracing/available_filter_functions"}) {
+    FILE* f = std::fopen(path, "re");
+    if (!f) continue;
+    char line[256];
+    bool found = false;
+    const size_t n = std::strlen(name);
+    while (!found && std::fgets(line, sizeof line, f))
+      found = std::strncmp(line, name, n) == 0 && (line[n] == '\n' || line[n] == ' ' || line[n] == '\0');
+    std::fclose(f);
+    return found;
+  }
+  return true;  // tracefs not mounted: BTF is all there is to go by
+}
+
+// Whether block_rq_complete's error argument is an int errno (before 5.17's
+// blk_status_t): the records then carry minus the errno.
+bool complete_error_is_errno(const btf* vmlinux) {
+  const int id = btf__find_by_name_kind(vmlinux, "btf_trace_block_rq_complete", BTF_KIND_TYPEDEF);
+  if (id < 0) return false;
+  const btf_type* t = btf__type_by_id(vmlinux, btf__type_by_id(vmlinux, id)->type);
+  if (t && btf_is_ptr(t)) t = btf__type_by_id(vmlinux, t->type);
+  if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 3) return false;
+  const btf_type* error = btf__type_by_id(vmlinux, btf_params(t)[2].type);
+  return error && btf_is_int(error) && std::strcmp(btf__name_by_offset(vmlinux, error->name_off), "int") == 0;
+}
+
 class EbpfBackend final : public Backend {
  public:
   explicit EbpfBackend(const BackendOptions& o) {
@@ -94,22 +133,50 @@ class EbpfBackend final : public Backend {
     const TracepointShape io_start = tracepoint_shape(vmlinux, "block_io_start");
     const TracepointShape issue = tracepoint_shape(vmlinux, "block_rq_issue");
     const TracepointShape merge = tracepoint_shape(vmlinux, "block_rq_merge");  // since 5.8
+    const TracepointShape bio_queue = tracepoint_shape(vmlinux, "block_bio_queue");
+    const bool task_btf = btf__find_by_name_kind(vmlinux, "bpf_get_current_task_btf", BTF_KIND_FUNC) >= 0;
+    status_is_errno_ = complete_error_is_errno(vmlinux);
+    // The submission hook (as libbpf-tools' biosnoop chooses): block_io_start
+    // since 6.5; before, blk_account_io_start (5.10 to 5.15, 6.3, 6.4) or
+    // __blk_account_io_start (5.16 to 6.2) where the kernel has it out of
+    // line; else the bio's submission, joined to its request later.
+    std::string account_fn;
+    if (!io_start.exists)
+      for (const char* fn : {"blk_account_io_start", "__blk_account_io_start"})
+        if (account_fn.empty() && traceable_function(vmlinux, fn)) account_fn = fn;
     btf__free(vmlinux);
+    const bool by_bio = !io_start.exists && account_fn.empty() && bio_queue.exists;
 
     skel_ = iotrace_bpf__open();
     if (!skel_) throw format::TraceError(std::string("cannot open the BPF program: ") + std::strerror(errno));
     skel_->rodata->rq_is_first_arg = issue.args == 1;
+    skel_->rodata->bio_is_first_arg = bio_queue.args == 1;
+    skel_->rodata->have_task_btf = task_btf;
+    skel_->rodata->submit_by_bio = by_bio;
     skel_->rodata->filter_pid = o.pid;
     skel_->rodata->keep_anonymous = o.keep_anonymous;
     if (!o.comm.empty()) {
       skel_->rodata->filter_by_comm = true;
       std::strncpy(const_cast<char*>(skel_->rodata->filter_comm), o.comm.c_str(), IOTRACE_COMM_LEN - 1);
     }
-    // block_io_start appeared in 6.5; before it, blk_account_io_start is the submitter's hook.
-    bpf_program__set_autoload(io_start.exists ? skel_->progs.blk_account_io_start : skel_->progs.block_io_start,
-                              false);
+    bpf_program__set_autoload(skel_->progs.block_io_start, io_start.exists);
+    bpf_program__set_autoload(skel_->progs.blk_account_io_start, !account_fn.empty());
+    if (!account_fn.empty() && bpf_program__set_attach_target(skel_->progs.blk_account_io_start, 0, account_fn.c_str()))
+      fail("cannot hook " + account_fn, -errno);
+    bpf_program__set_autoload(skel_->progs.block_bio_queue, by_bio);
     if (!merge.exists) bpf_program__set_autoload(skel_->progs.block_rq_merge, false);
-    detail_ = io_start.exists ? "ebpf:tp_btf" : "ebpf:tp_btf+fentry";
+    detail_ = io_start.exists ? "ebpf:tp_btf" : !account_fn.empty() ? "ebpf:tp_btf+fentry" : "ebpf:tp_btf+bio";
+    // What was hooked, and what this kernel cannot give, for the trace's header.
+    std::string submit = io_start.exists ? "tp_btf/block_io_start"
+                         : !account_fn.empty() ? "fentry/" + account_fn
+                         : by_bio ? "tp_btf/block_bio_queue" : "none";
+    hooks_ = "submit=" + submit + " issue=tp_btf/block_rq_issue complete=tp_btf/block_rq_complete" +
+             (merge.exists ? " merge=tp_btf/block_rq_merge" : "") + (task_btf ? "" : " task=helpers");
+    if (by_bio)
+      unavailable_ = "queue time and submitter of a request whose first bio was split or queued before the capture";
+    else if (submit == "none")
+      unavailable_ = "queue time and submitter (no submission hook); fsyncs' empty writes";
+    if (!merge.exists) unavailable_ += std::string(unavailable_.empty() ? "" : "; ") + "merges (block_rq_merge)";
     // The buffer is shared out among the CPUs' rings, a power of two records each.
     ncpus_ = libbpf_num_possible_cpus();
     if (ncpus_ <= 0) fail("cannot count the CPUs", ncpus_);
@@ -154,6 +221,11 @@ class EbpfBackend final : public Backend {
 
   v1::Source source() const override { return v1::SOURCE_EBPF; }
   std::string detail() const override { return detail_; }
+  std::map<std::string, std::string> metadata() const override {
+    std::map<std::string, std::string> m{{"capture.hooks", hooks_}};
+    if (!unavailable_.empty()) m["capture.unavailable"] = unavailable_;
+    return m;
+  }
 
   // Passes on every record reserved before the wait ended: consuming stops
   // at a record still being written (by a program on another CPU, for
@@ -348,7 +420,7 @@ class EbpfBackend final : public Backend {
     throw format::TraceError(msg);
   }
 
-  static format::Io to_io(const iotrace_event& e) {
+  format::Io to_io(const iotrace_event& e) const {
     format::Io io;
     // An fsync's empty write is completed without being issued: its queue time stands as issue time.
     const uint64_t issue = e.issue_ns ? e.issue_ns : e.queue_ns;
@@ -360,7 +432,8 @@ class EbpfBackend final : public Backend {
     io.device = e.device;
     io.op = static_cast<format::Op>(e.op);
     io.flags = e.flags;  // iotrace_flag bits are iotape's flag:: bits
-    io.status = status_errno(e.status);
+    // Before 5.17 the tracepoint passes minus the errno, cut to the byte.
+    io.status = status_is_errno_ ? static_cast<int8_t>(e.status) : status_errno(e.status);
     io.pid = e.pid;
     io.comm = std::string_view(e.comm, strnlen(e.comm, IOTRACE_COMM_LEN));
     io.cgroup = e.cgroup;
@@ -371,7 +444,7 @@ class EbpfBackend final : public Backend {
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<EbpfBackend*>(ctx);
     if (size < sizeof(iotrace_event) || !self->sink_) return 0;
-    (*self->sink_)(to_io(*static_cast<const iotrace_event*>(data)));
+    (*self->sink_)(self->to_io(*static_cast<const iotrace_event*>(data)));
     return 0;
   }
 
@@ -379,6 +452,8 @@ class EbpfBackend final : public Backend {
   ring_buffer* ring_ = nullptr;
   const IoSink* sink_ = nullptr;
   std::string detail_;
+  std::string hooks_, unavailable_;
+  bool status_is_errno_ = false;
   int ncpus_ = 1;
   uint32_t ring_size_ = 0;  // records in each CPU's ring, a power of two
   uint32_t slot_count_ = 0;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* iotrace: one record per completed block request, with the submitter.
  *
- * block_io_start (or fentry on blk_account_io_start before 6.5) runs in the
+ * block_io_start (or, before 6.5, fentry on blk_account_io_start or
+ * __blk_account_io_start where the kernel has them out of line) runs in the
  * submitter's context, on the critical path of every submission: it opens an
  * in-flight entry with only what nothing later knows (pid, comm, cgroup, CPU)
- * and the request as submitted. block_rq_issue adds the dispatch time,
+ * and the request as submitted. Kernels with neither (6.1 inlines both) give
+ * the submitter at block_bio_queue instead, kept by bio until the request
+ * holding that bio first is issued or completed (submit_by_bio). block_rq_issue adds the dispatch time,
  * block_rq_complete sends the record and closes the entry (block_rq_merge
  * closes it for a request merged into another). Requests the kernel makes
  * itself (flushes, passthrough) get their entry at issue, without a submitter.
@@ -61,6 +64,14 @@
 
 /* Set by the loader from the kernel's BTF before loading. */
 const volatile bool rq_is_first_arg = true; /* block_rq_{issue,merge}(rq) since 5.11, (q, rq) before */
+const volatile bool bio_is_first_arg = true; /* block_bio_queue(bio) since 5.11, (q, bio) before */
+/* bpf_get_current_task_btf() exists (5.11): the submitter from plain loads of
+ * the task; before it, from the helpers that return its pid, name, cgroup. */
+const volatile bool have_task_btf = true;
+/* No submission hook on the request (6.1 to 6.4 inline blk_account_io_start):
+ * the submitter is taken at block_bio_queue, by bio, and joined to the request
+ * whose first bio it is when the request is issued or completed. */
+const volatile bool submit_by_bio = false;
 const volatile __u32 ring_size = 1; /* records in each CPU's ring: a power of two */
 const volatile __u32 filter_pid = 0;
 const volatile bool filter_by_comm = false;
@@ -85,6 +96,24 @@ struct {
 	__type(key, __u64);
 	__type(value, struct iotrace_inflight);
 } inflight SEC(".maps");
+
+/* The submitter of each bio of a traced device, with submit_by_bio: taken
+ * by the request whose first bio it is. An LRU table: bios merged into a
+ * request behind its first leave their entry to be pushed out. */
+struct submitter {
+	__u64 queue_ns;
+	__u64 cgroup;
+	__u32 pid;
+	__u32 cpu;
+	char comm[IOTRACE_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u64);
+	__type(value, struct submitter);
+} bio_submitters SEC(".maps");
 
 /* Traced devices: kernel dev_t (major << 20 | minor) -> device index. */
 struct {
@@ -166,6 +195,10 @@ struct request___mq {
 	struct blk_mq_hw_ctx *mq_hctx;
 } __attribute__((preserve_access_index));
 
+struct bio___old {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
 static __always_inline void count_n(__u32 which, __u64 by)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &which);
@@ -197,7 +230,7 @@ static __always_inline struct iotrace_device *device_of(struct request *rq)
 	__u64 *cached, known;
 
 	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
-		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+		disk = ((struct request___old *)rq)->rq_disk; /* a plain load: disk stays a typed pointer */
 	else
 		disk = rq->q->disk;
 	if (!disk)
@@ -218,6 +251,24 @@ static __always_inline struct iotrace_device *device_of(struct request *rq)
 	index = bpf_map_lookup_elem(&devices, &dev);
 	if (cached)
 		*cached = ((__u64)dev << 32) | (index ? *index + 1 : 0);
+	return index ? bpf_map_lookup_elem(&layouts, index) : 0;
+}
+
+/* The traced device of a bio's disk, or 0 (no cache: bios without a request
+ * are only looked at with submit_by_bio). */
+static __always_inline struct iotrace_device *device_of_bio(struct bio *bio)
+{
+	struct gendisk *disk;
+	__u32 dev, *index;
+
+	if (bpf_core_field_exists(((struct bio___old *)0)->bi_disk)) /* before 5.12 */
+		disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
+	else
+		disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	if (!disk)
+		return 0;
+	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	index = bpf_map_lookup_elem(&devices, &dev);
 	return index ? bpf_map_lookup_elem(&layouts, index) : 0;
 }
 
@@ -384,30 +435,62 @@ static __always_inline void flush_stale(const struct iotrace_inflight *s)
 	}
 }
 
+/* The current task as submitter, with the submission time; false when the
+ * filter leaves it out. */
+static __always_inline bool read_submitter(struct submitter *sub)
+{
+	struct task_struct *task;
+
+	if (have_task_btf) {
+		task = bpf_get_current_task_btf();
+		sub->pid = task->tgid;
+	} else {
+		sub->pid = bpf_get_current_pid_tgid() >> 32;
+	}
+	if (filter_pid && sub->pid != filter_pid)
+		return false;
+	if (have_task_btf)
+		__builtin_memcpy(sub->comm, task->comm, sizeof(sub->comm)); /* plain loads: cheaper than bpf_get_current_comm */
+	else
+		bpf_get_current_comm(sub->comm, sizeof(sub->comm));
+	if (filter_by_comm && !comm_matches(sub->comm))
+		return false;
+	sub->queue_ns = bpf_ktime_get_boot_ns();
+	if (have_task_btf)
+		sub->cgroup = task->cgroups->dfl_cgrp->kn->id; /* what bpf_get_current_cgroup_id returns, without the call */
+	else
+		sub->cgroup = bpf_get_current_cgroup_id();
+	sub->cpu = bpf_get_smp_processor_id() + 1;
+	return true;
+}
+
+static __always_inline void set_submitter(struct iotrace_inflight *s, const struct submitter *sub)
+{
+	s->queue_ns = sub->queue_ns;
+	s->cgroup = sub->cgroup;
+	s->pid = sub->pid;
+	s->cpu = sub->cpu;
+	__builtin_memcpy(s->comm, sub->comm, sizeof(s->comm));
+}
+
 /* Runs in the submitter's context, on the submission path of every IO: plain
  * loads from the task and the request, one clock read, one slot store. */
 static __always_inline int on_submit(struct request *rq)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct iotrace_device *dev = device_of(rq);
 	struct iotrace_inflight *slot, *stale;
 	struct iotrace_inflight s = {};
+	struct submitter sub = {};
 	__u64 key = (__u64)rq;
 	__u32 cmd_flags;
 	long err;
 
 	if (!dev)
 		return 0;
+	if (!read_submitter(&sub))
+		return 0;
 	s.device = dev->index;
-	s.pid = task->tgid;
-	if (filter_pid && s.pid != filter_pid)
-		return 0;
-	__builtin_memcpy(s.comm, task->comm, sizeof(s.comm)); /* plain loads: cheaper than bpf_get_current_comm */
-	if (filter_by_comm && !comm_matches(s.comm))
-		return 0;
-	s.queue_ns = bpf_ktime_get_boot_ns();
-	s.cgroup = task->cgroups->dfl_cgrp->kn->id; /* what bpf_get_current_cgroup_id returns, without the call */
-	s.cpu = bpf_get_smp_processor_id() + 1;
+	set_submitter(&s, &sub);
 	s.rq = key;
 	cmd_flags = rq->cmd_flags; /* as submitted: a request the flush machinery completes is never issued */
 	s.op = op_of(cmd_flags);
@@ -466,6 +549,64 @@ int BPF_PROG(blk_account_io_start, struct request *rq)
 	return on_submit(rq);
 }
 
+/* The submitter of a bio (submit_by_bio), kept until a request takes it. */
+SEC("tp_btf/block_bio_queue")
+int block_bio_queue(u64 *ctx)
+{
+	struct bio *bio = (void *)ctx[bio_is_first_arg ? 0 : 1];
+	struct submitter sub = {};
+	__u64 key = (__u64)bio;
+
+	if (!device_of_bio(bio) || !read_submitter(&sub))
+		return 0;
+	if (bpf_map_update_elem(&bio_submitters, &key, &sub, BPF_ANY))
+		count_drop();
+	return 0;
+}
+
+/* The submitter block_bio_queue kept for the first bio of `rq`, taken out of
+ * the table; 0 if none. */
+static __always_inline bool take_bio_submitter(struct request *rq, struct submitter *out)
+{
+	__u64 key = (__u64)rq->bio;
+	struct submitter *sub;
+
+	if (!submit_by_bio || !key)
+		return false;
+	sub = bpf_map_lookup_elem(&bio_submitters, &key);
+	if (!sub)
+		return false;
+	__builtin_memcpy(out, sub, sizeof(*out));
+	bpf_map_delete_elem(&bio_submitters, &key);
+	return true;
+}
+
+/* With submit_by_bio: an entry for `rq` with the submitter of its first bio,
+ * in the hash table (a request nobody submitted may hold the slot). */
+static __always_inline struct iotrace_inflight *open_by_bio(const struct iotrace_device *dev, struct request *rq)
+{
+	struct iotrace_inflight s = {};
+	struct submitter sub;
+	__u64 key = (__u64)rq;
+	__u32 cmd_flags;
+
+	if (!take_bio_submitter(rq, &sub))
+		return 0;
+	s.device = dev->index;
+	set_submitter(&s, &sub);
+	s.rq = key;
+	cmd_flags = rq->cmd_flags;
+	s.op = op_of(cmd_flags);
+	s.flags = flags_of(cmd_flags);
+	s.sector = rq->__sector;
+	s.bytes = rq->__data_len;
+	if (bpf_map_update_elem(&inflight, &key, &s, BPF_ANY)) {
+		count_drop();
+		return 0;
+	}
+	return bpf_map_lookup_elem(&inflight, &key);
+}
+
 SEC("tp_btf/block_rq_issue")
 int block_rq_issue(u64 *ctx)
 {
@@ -477,6 +618,8 @@ int block_rq_issue(u64 *ctx)
 	if (!dev)
 		return 0;
 	s = entry_of(rq, dev);
+	if (!s)
+		s = open_by_bio(dev, rq);
 	if (!s)
 		s = open_anonymous(dev, (__u64)rq);
 	if (s) {
@@ -517,6 +660,10 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	if (!dev)
 		return 0;
 	s = entry_of(rq, dev);
+	if (!s && submit_by_bio)
+		/* Completed without being issued (an fsync's empty write): its
+		 * record goes out from its bio's submitter; the entry is closed. */
+		s = open_by_bio(dev, rq);
 	if (!s) {
 		/* Nothing is dropped silently: count what cannot be placed. */
 		if (!filtering_submitter()) {

@@ -11,7 +11,7 @@ packages=(
   liburing-dev libssl-dev libprotobuf-dev protobuf-compiler libzstd-dev zstd libbz2-dev liblzma-dev
   gzip bzip2 xz-utils
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev libbenchmark-dev
-  fio blktrace e2fsprogs util-linux chromium
+  fio blktrace e2fsprogs util-linux chromium qemu-system-x86 binutils
   python3 python3-venv python3-dev dpkg-dev file man-db systemd debootstrap
 )
 missing=()

@@ -606,6 +606,92 @@ TEST_CASE("blktrace: an fsync on a kernel with flush requests of their own", "[i
                 io(format::kNoTime, 2000, 2100, format::Op::kFlush, 0, 0, "", -1)});
 }
 
+TEST_CASE("blktrace: a requeued flush request is issued again before the fsyncs queued behind it", "[import][blktrace]") {
+  // As libata showed it on a SATA drive: a flush (not NCQ) is requeued while
+  // reads and writes are in flight; a second fsync queues its empty write at
+  // the same place (sector 0) before the flush is issued again, and that
+  // flush serves both.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, S = blk::kSync;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 1000, .action = blk::Q | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 1100, .action = blk::G | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 2000, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 2050, .action = blk::R | blk::kFlush, .device = sdb});
+  e({.time = 2100, .action = blk::Q | W | S | blk::kFlush, .pid = 101, .device = sdb});
+  e({.time = 2150, .action = blk::G | W | S | blk::kFlush, .pid = 101, .device = sdb});
+  e({.time = 3000, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 3100, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 3200, .action = blk::C | W | S, .device = sdb});  // both empty writes: the flush served them
+  e({.time = 3300, .action = blk::C | W | S, .device = sdb});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, format::Op op, uint32_t flags, uint32_t pid) {
+    return event_row("8,16", q, i, c, 0, 0, op, flags, pid, "", pid ? 0 : -1);
+  };
+  CHECK(got.report.skipped == 0);
+  require_same(got.rows, {io(1000, 1000, 3200, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 100),
+                          io(2100, 2100, 3300, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 101),
+                          io(format::kNoTime, 3000, 3100, format::Op::kFlush, 0, 0)});
+}
+
+TEST_CASE("blktrace: an fsync's empty write completing while the next flush request is in flight", "[import][blktrace]") {
+  // Both complete at sector 0: the empty write's C is not the flush's.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, S = blk::kSync;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 1000, .action = blk::Q | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 2000, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 2100, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 2120, .action = blk::Q | W | S | blk::kFlush, .pid = 101, .device = sdb});
+  e({.time = 2150, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 2200, .action = blk::C | W | S, .device = sdb});
+  e({.time = 2300, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 2400, .action = blk::C | W | S, .device = sdb});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, format::Op op, uint32_t flags, uint32_t pid) {
+    return event_row("8,16", q, i, c, 0, 0, op, flags, pid, "", pid ? 0 : -1);
+  };
+  CHECK(got.report.skipped == 0);
+  require_same(got.rows, {io(1000, 1000, 2200, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 100),
+                          io(2120, 2120, 2400, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 101),
+                          io(format::kNoTime, 2000, 2100, format::Op::kFlush, 0, 0),
+                          io(format::kNoTime, 2150, 2300, format::Op::kFlush, 0, 0)});
+}
+
+TEST_CASE("blktrace: a discard of sector 0 queued behind an fsync's empty write", "[import][blktrace]") {
+  // Both are queued at sector 0; the empty write is never issued, so the
+  // discard's D is the discard's, and each C completes its own kind.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, S = blk::kSync, DS = blk::kDiscard | blk::kWrite | blk::kSync;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 1000, .action = blk::Q | W | S | blk::kFlush, .pid = 100, .device = sdb});
+  e({.time = 1100, .sector = 0, .bytes = 65536, .action = blk::Q | DS, .pid = 101, .device = sdb});
+  e({.time = 1150, .sector = 0, .bytes = 65536, .action = blk::I | DS, .pid = 101, .device = sdb});
+  e({.time = 1200, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 1300, .sector = 0, .bytes = 65536, .action = blk::D | DS, .pid = 58, .device = sdb});
+  e({.time = 1400, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 1500, .action = blk::C | W | S, .device = sdb});
+  e({.time = 1600, .sector = 0, .bytes = 65536, .action = blk::C | DS, .device = sdb});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t length, format::Op op, uint32_t flags, uint32_t pid) {
+    return event_row("8,16", q, i, c, 0, length, op, flags, pid, "", pid ? 0 : -1);
+  };
+  CHECK(got.report.skipped == 0);
+  require_same(got.rows,
+               {io(1000, 1000, 1500, 0, format::Op::kWrite, format::flag::kPreflush | format::flag::kSync, 100),
+                io(1100, 1300, 1600, 65536, format::Op::kDiscard, format::flag::kSync, 101),
+                io(format::kNoTime, 1200, 1400, 0, format::Op::kFlush, 0, 0)});
+}
+
 TEST_CASE("blktrace: a journal commit's flush sequence is one write, as the kernel counts it", "[import][blktrace]") {
   // A preflush and FUA write on a drive with a write cache and no FUA, as the
   // blk tracer showed an ext4 journal commit: the preflush (a flush request),

@@ -1,0 +1,142 @@
+#!/bin/sh
+# The check iotape's VM harness (tests/vm/run.py) runs in each guest, under
+# busybox: for every drive and back end, a mixed fio workload while
+# `iotape record` captures the drive, with the drive's /sys/block stat
+# before and after. It judges nothing itself: it prints what it measured as
+# lines "IOTAPE-VM DRIVE BACKEND KEY VALUE" on the results port (RESULTS,
+# the second serial port), and the host compares.
+#
+# Usage: guest-check.sh RESULTS DRIVES BACKENDS RUNTIME
+#   DRIVES: comma-separated kinds (nvme, virtio, scsi, sata, nullb)
+#   BACKENDS: comma-separated `iotape record --backend` values
+RESULTS=$1
+DRIVES=$2
+BACKENDS=$3
+RUNTIME=${4:-3}
+
+out() { echo "IOTAPE-VM $*" >>"$RESULTS"; }
+say() { echo "iotape-vm: $*"; }
+
+# The block device of a drive kind: found by the bus it hangs off, not by
+# probing order (sda may be the SCSI or the SATA disk).
+device_of() {
+	for b in /sys/block/*; do
+		n=${b##*/}
+		p=$(readlink -f "$b")
+		case "$1:$n:$p" in
+		nvme:nvme*n1:*) echo "$n"; return ;;
+		virtio:vd*:*) echo "$n"; return ;;
+		scsi:sd*:*/virtio*) echo "$n"; return ;;
+		sata:sd*:*/ata*) echo "$n"; return ;;
+		nullb:nullb*:*) echo "$n"; return ;;
+		esac
+	done
+}
+
+# Waits up to $2 seconds for the drive of kind $1 to appear.
+wait_device() {
+	i=0
+	while [ $i -lt $(($2 * 10)) ]; do
+		d=$(device_of "$1")
+		[ -n "$d" ] && { echo "$d"; return; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+one_line() { tr -d '\n\r' <"$1"; }
+
+# Waits until `iotape record` (pid $1, log $2) says it records, or exits.
+wait_recording() {
+	i=0
+	while [ $i -lt 1200 ]; do
+		grep -q "iotape: recording" "$2" && return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+fio_job() {
+	dev=$1
+	cat <<EOF
+[global]
+filename=/dev/$dev
+direct=1
+ioengine=io_uring
+time_based
+runtime=$RUNTIME
+size=192M
+randrepeat=0
+thread
+
+[mixed]
+rw=randrw
+bsrange=4k-64k
+blockalign=4k
+iodepth=4
+fsync=4
+EOF
+	# Trims only where the device takes them (fio fails otherwise).
+	if [ "$(cat /sys/block/$dev/queue/discard_max_bytes)" != 0 ]; then
+		cat <<EOF
+
+[trim]
+rw=randtrim
+bs=64k
+iodepth=1
+EOF
+	fi
+}
+
+run() {
+	drive=$1 backend=$2 dev=$3
+	say "$drive ($dev) with --backend $backend"
+	rm -f /tmp/t.iot /tmp/record.log /tmp/fio.json /tmp/fio.log /tmp/info.json
+	out "$drive $backend device $dev"
+	out "$drive $backend write_cache $(cat /sys/block/$dev/queue/write_cache)"
+	out "$drive $backend discard_max_bytes $(cat /sys/block/$dev/queue/discard_max_bytes)"
+	iotape record -d /dev/$dev -o /tmp/t.iot --backend "$backend" >/tmp/record.log 2>&1 &
+	rec=$!
+	if ! wait_recording $rec /tmp/record.log; then
+		kill -INT $rec 2>/dev/null
+		wait $rec
+		out "$drive $backend record_rc $?"
+		while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
+		out "$drive $backend end"
+		return
+	fi
+	# The counters from when record captures: describing a virtio-blk disk
+	# reads its serial with a driver request, which 5.10 counts as a read.
+	out "$drive $backend stat_before $(cat /sys/block/$dev/stat)"
+	fio_job "$dev" >/tmp/job.fio
+	fio --output-format=json --output=/tmp/fio.json /tmp/job.fio >/tmp/fio.log 2>&1
+	out "$drive $backend fio_rc $?"
+	out "$drive $backend stat_after $(cat /sys/block/$dev/stat)"
+	kill -INT $rec
+	wait $rec
+	out "$drive $backend record_rc $?"
+	while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
+	while read -r l; do out "$drive $backend fio_log $l"; done </tmp/fio.log
+	[ -s /tmp/fio.json ] && out "$drive $backend fio_json $(one_line /tmp/fio.json)"
+	iotape info --json /tmp/t.iot >/tmp/info.json 2>/tmp/info.log
+	out "$drive $backend info_rc $?"
+	[ -s /tmp/info.json ] && out "$drive $backend info_json $(one_line /tmp/info.json)"
+	out "$drive $backend end"
+}
+
+out "- - kernel $(uname -r)"
+out "- - btf $([ -e /sys/kernel/btf/vmlinux ] && echo yes || echo no)"
+for drive in $(echo "$DRIVES" | tr , ' '); do
+	dev=$(wait_device "$drive" 15)
+	if [ -z "$dev" ]; then
+		out "$drive - missing no block device appeared"
+		continue
+	fi
+	echo 2 >/sys/block/$dev/queue/nomerges # one request per fio IO
+	for backend in $(echo "$BACKENDS" | tr , ' '); do
+		run "$drive" "$backend" "$dev"
+	done
+done
+out "- - done"

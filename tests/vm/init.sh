@@ -1,0 +1,33 @@
+#!/bin/busybox sh
+# /init of the VM harness's initramfs (tests/vm/run.py): mounts the kernel's
+# file systems, loads the drivers listed in /modules.order, runs
+# /guest-check.sh and powers off. Its settings come from the kernel command
+# line: iotape.drives=, iotape.backends=, iotape.runtime=.
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin:/sbin:/usr/sbin
+mkdir -p /proc /sys /dev /tmp /run
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+echo 1 >/proc/sys/kernel/printk
+
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^iotape\.$1=//p"; }
+
+RESULTS=/dev/ttyS1
+echo "IOTAPE-VM - - boot $(cut -d' ' -f1 /proc/uptime)" >>$RESULTS
+while read -r mod params; do
+	if insmod "/lib/modules/$mod" $params 2>/tmp/insmod.err; then
+		echo "IOTAPE-VM - - module ${mod##*/}" >>$RESULTS
+	else
+		echo "IOTAPE-VM - - module_failed ${mod##*/} $(cat /tmp/insmod.err)" >>$RESULTS
+	fi
+done </modules.order
+
+/bin/sh /guest-check.sh $RESULTS "$(arg drives)" "$(arg backends)" "$(arg runtime)"
+echo "IOTAPE-VM - - uptime $(cut -d' ' -f1 /proc/uptime)" >>$RESULTS
+sync
+poweroff -f

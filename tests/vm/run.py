@@ -1,0 +1,576 @@
+#!/usr/bin/env python3
+"""Runs iotape's capture check on Debian kernels under QEMU (TCG).
+
+For each kernel series (5.10 from bullseye, 6.1 from bookworm, 6.12 from
+trixie) it fetches the newest cloud kernel package with `apt-get download`
+from an apt configuration of its own (the system's is left alone), builds an
+initramfs holding busybox, fio, the given iotape binary (each with the shared
+libraries it needs, copied from this machine) and the drivers of the emulated
+drives, and boots it with an NVMe, a virtio-blk, a virtio-scsi and a SATA
+drive (where the kernel has the driver) plus null_blk. In the guest,
+guest-check.sh runs a mixed fio workload on each drive while `iotape record`
+captures it with each back end; this script compares the trace's counts with
+the drive's /sys/block stat over the same window and with fio's own counts,
+and prints a table. Exit status 1 when any check is not exact.
+
+Everything it fetches or makes is kept under BUILD/vm-cache.
+
+  tests/vm/run.py --iotape build/cli/iotape [--build-dir build] [--kernel 6.1]...
+                  [--flavour amd64] [--drives nvme,sata] [--backends ebpf,blktrace,auto]
+"""
+import argparse
+import functools
+import gzip
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEBIAN = "http://deb.debian.org"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+SOURCES = [
+    f"{DEBIAN}/debian bullseye main",
+    f"{DEBIAN}/debian bookworm main",
+    f"{DEBIAN}/debian-security bookworm-security main",
+    f"{DEBIAN}/debian trixie main",
+]
+# Kernel series: the package name pattern (the newest match is taken), for
+# a flavour: cloud (the default: fewer drivers, a smaller download; no AHCI
+# before 6.12) or amd64.
+KERNELS = {
+    "5.10": r"^linux-image-5\.10\.0-(\d+)-{flavour}$",
+    "6.1": r"^linux-image-6\.1\.0-(\d+)-{flavour}$",
+    "6.12": r"^linux-image-6\.12\.(\d+)\+deb13-{flavour}$",
+}
+FLAVOURS = {"cloud": "cloud-amd64", "amd64": "amd64"}
+# Drive kinds: the modules their driver needs (any may be built in).
+DRIVES = {
+    "nvme": ["nvme"],
+    "virtio": ["virtio_pci", "virtio_blk"],
+    "scsi": ["virtio_pci", "virtio_scsi", "sd_mod"],
+    "sata": ["ahci", "sd_mod"],
+    "nullb": ["null_blk"],
+}
+DISK_BYTES = 256 << 20
+# /sys/block/DEV/stat fields (Documentation/block/stat.rst).
+STAT = {"reads": 0, "read_sectors": 2, "writes": 4, "write_sectors": 6, "discards": 11, "discard_sectors": 13,
+        "flushes": 15}
+
+
+def log(msg):
+    print(f"vm: {msg}", file=sys.stderr, flush=True)
+
+
+class Apt:
+    """apt-get and apt-cache with a configuration, lists and cache of their own."""
+
+    def __init__(self, root):
+        self.root = root
+        etc = os.path.join(root, "etc")
+        for d in ("etc/sources.list.d", "etc/preferences.d", "state/lists/partial", "cache/archives/partial"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        self.sources = os.path.join(etc, "sources.list")
+        with open(self.sources, "w") as f:
+            for s in SOURCES:
+                f.write(f"deb [signed-by={KEYRING}] {s}\n")
+        self.options = []
+        for k, v in (("Dir::Etc::sourcelist", self.sources), ("Dir::Etc::sourceparts", os.path.join(etc, "sources.list.d")),
+                     ("Dir::Etc::preferencesparts", os.path.join(etc, "preferences.d")),
+                     ("Dir::State", os.path.join(root, "state")), ("Dir::Cache", os.path.join(root, "cache")),
+                     ("Debug::NoLocking", "1"), ("APT::Sandbox::User", "root"), ("Acquire::Languages", "none")):
+            self.options += ["-o", f"{k}={v}"]
+        self.updated = False
+
+    def _run(self, tool, args, cwd=None):
+        r = subprocess.run([tool, *self.options, *args], cwd=cwd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{tool} {' '.join(args)} failed:\n{r.stderr.strip()}")
+        return r.stdout
+
+    def update(self, force=False):
+        stamp = os.path.join(self.root, "state", "updated")
+        fresh = os.path.exists(stamp) and time.time() - os.path.getmtime(stamp) < 86400
+        if self.updated or (fresh and not force):
+            return
+        log("apt-get update (private configuration under " + self.root + ")")
+        self._run("apt-get", ["-q", "update"])
+        open(stamp, "w").close()
+        self.updated = True
+
+    def names(self, pattern):
+        out = self._run("apt-cache", ["search", "--names-only", pattern.replace(r"(\d+)", r"[0-9]+")])
+        return [line.split(" - ")[0] for line in out.splitlines() if re.match(pattern, line.split(" - ")[0])]
+
+    def version(self, name):
+        out = self._run("apt-cache", ["policy", name])
+        m = re.search(r"Candidate:\s*(\S+)", out)
+        return m.group(1) if m else "?"
+
+    def download(self, spec, into):
+        os.makedirs(into, exist_ok=True)
+        self._run("apt-get", ["-q", "download", spec], cwd=into)
+
+
+def newest_kernel(apt, series, flavour):
+    pattern = KERNELS[series].replace("{flavour}", FLAVOURS[flavour])
+    names = apt.names(pattern)
+    if not names and not apt.updated:
+        apt.update(force=True)
+        names = apt.names(pattern)
+    if not names:
+        raise RuntimeError(f"no package matches {pattern}")
+    return max(names, key=lambda n: int(re.match(pattern, n).group(1)))
+
+
+def fetch_deb(apt, spec, debs):
+    """The .deb of package `spec` (NAME or NAME/SUITE), downloaded once."""
+    name = spec.split("/")[0]
+    found = [f for f in os.listdir(debs) if f.startswith(name + "_") and f.endswith(".deb")] if os.path.isdir(debs) else []
+    if not found:
+        try:
+            apt.download(spec, debs)
+        except RuntimeError:
+            apt.update(force=True)  # the lists may name a version the mirror dropped
+            apt.download(spec, debs)
+        found = [f for f in os.listdir(debs) if f.startswith(name + "_") and f.endswith(".deb")]
+    return os.path.join(debs, sorted(found)[-1])
+
+
+def extract(deb, into):
+    if not os.path.isdir(into):
+        tmp = into + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(os.path.dirname(into), exist_ok=True)
+        subprocess.run(["dpkg-deb", "-x", deb, tmp], check=True)
+        os.rename(tmp, into)
+    return into
+
+
+def static_busybox(apt, cache):
+    host = shutil.which("busybox")
+    if host and "statically linked" in subprocess.run(["file", "-L", host], capture_output=True, text=True).stdout:
+        return host
+    root = extract(fetch_deb(apt, "busybox-static/bookworm", os.path.join(cache, "debs")),
+                   os.path.join(cache, "busybox-static"))
+    return os.path.join(root, "bin", "busybox")
+
+
+def library_closure(binary):
+    """The shared libraries `binary` loads (ldd), with the dynamic loader."""
+    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    if r.returncode != 0:  # "not a dynamic executable"
+        return []
+    libs = []
+    for line in r.stdout.splitlines():
+        m = re.search(r"=>\s*(/\S+)", line) or re.match(r"\s*(/\S+)", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+class Kernel:
+    """An extracted kernel package: its image, modules and their dependencies."""
+
+    def __init__(self, root):
+        self.root = root
+        images = [f for f in os.listdir(os.path.join(root, "boot")) if f.startswith("vmlinuz-")]
+        self.release = images[0][len("vmlinuz-"):]
+        self.image = os.path.join(root, "boot", images[0])
+        for d in ("lib/modules", "usr/lib/modules"):
+            if os.path.isdir(os.path.join(root, d, self.release)):
+                self.modules = os.path.join(root, d, self.release)
+        # Module name -> path relative to self.modules (depmod's modules.dep
+        # is made at installation: the package has none).
+        self.paths = {}
+        for d, _, files in os.walk(os.path.join(self.modules, "kernel")):
+            for f in files:
+                if re.search(r"\.ko(\.(xz|zst|gz))?$", f):
+                    self.paths[self.name_of(f)] = os.path.relpath(os.path.join(d, f), self.modules)
+        with open(os.path.join(self.modules, "modules.builtin")) as f:
+            self.builtin = {self.name_of(line.strip()) for line in f}
+
+    @staticmethod
+    def name_of(path):
+        return re.sub(r"\.ko(\.(xz|zst|gz))?$", "", os.path.basename(path)).replace("-", "_")
+
+    def has(self, module):
+        return module in self.paths or module in self.builtin
+
+    def dependencies(self, module):
+        """What `module` needs loaded first: the depends= of its .modinfo."""
+        info = modinfo(decompressed(os.path.join(self.modules, self.paths[module])))
+        return [d.replace("-", "_") for d in info.get("depends", "").split(",") if d]
+
+    def load_order(self, modules):
+        """Module paths to insmod for `modules`, dependencies first."""
+        order = []
+
+        def visit(m):
+            if m not in self.paths or self.paths[m] in order:
+                return
+            for d in self.dependencies(m):
+                visit(d)
+            order.append(self.paths[m])
+
+        for m in modules:
+            visit(m)
+        return order
+
+
+class Cpio:
+    """A newc cpio archive (what the kernel unpacks as initramfs)."""
+
+    def __init__(self):
+        self.data = bytearray()
+        self.ino = 1
+
+    def _entry(self, name, mode, body=b"", rdev=(0, 0), nlink=1):
+        fields = [self.ino, mode, 0, 0, nlink, 0, len(body), 0, 0, rdev[0], rdev[1], len(name) + 1, 0]
+        self.ino += 1
+        self.data += b"070701" + "".join(f"{v:08x}" for v in fields).encode() + name.encode() + b"\0"
+        self.data += b"\0" * (-len(self.data) % 4) + body
+        self.data += b"\0" * (-len(self.data) % 4)
+
+    def add_tree(self, root):
+        for d, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(d, root)
+            if rel != ".":
+                self._entry(rel, 0o040755, nlink=2)
+            for f in sorted(files) + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+                p = os.path.join(d, f)
+                name = os.path.normpath(os.path.join(rel, f))
+                if os.path.islink(p):
+                    self._entry(name, 0o120777, os.readlink(p).encode())
+                else:
+                    with open(p, "rb") as fh:
+                        self._entry(name, 0o100000 | (os.stat(p).st_mode & 0o7777), fh.read())
+
+    def add_char_device(self, name, major, minor):
+        self._entry(name, 0o020600, rdev=(major, minor))
+
+    def finish(self):
+        self._entry("TRAILER!!!", 0)
+        return bytes(self.data)
+
+
+def copy_binary(src, root, dest):
+    """Copies `src` to `dest` in `root` with every shared library it loads."""
+    target = os.path.join(root, dest.lstrip("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    # Without debug information: the guest unpacks the archive into its memory.
+    subprocess.run(["objcopy", "--strip-debug", os.path.realpath(src), target], check=True)
+    for lib in library_closure(src):
+        t = os.path.join(root, lib.lstrip("/"))
+        if not os.path.exists(t):
+            os.makedirs(os.path.dirname(t), exist_ok=True)
+            shutil.copy2(os.path.realpath(lib), t)
+
+
+def decompressed(path):
+    if path.endswith(".xz"):
+        return subprocess.run(["xz", "-dc", path], check=True, capture_output=True).stdout
+    if path.endswith(".zst"):
+        return subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout
+    if path.endswith(".gz"):
+        return gzip.decompress(open(path, "rb").read())
+    return open(path, "rb").read()
+
+
+def modinfo(elf):
+    """The key=value strings of a kernel module's .modinfo section (ELF64)."""
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+
+    def section(i):
+        name, _, _, _, offset, size = struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize)
+        return name, elf[offset:offset + size]
+
+    names = section(shstrndx)[1]
+    for i in range(shnum):
+        name, body = section(i)
+        if names[name:names.index(b"\0", name)] == b".modinfo":
+            pairs = (s.decode("utf-8", "replace").partition("=") for s in body.split(b"\0") if s)
+            return {k: v for k, _, v in pairs}
+    return {}
+
+
+def build_initramfs(kernel, drives, busybox, iotape, work):
+    """The initramfs for `kernel` and `drives`; returns its path."""
+    root = os.path.join(work, "root")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "bin"))
+    shutil.copy2(busybox, os.path.join(root, "bin", "busybox"))
+    copy_binary(shutil.which("fio"), root, "/usr/bin/fio")
+    copy_binary(iotape, root, "/usr/bin/iotape")
+    modules = []
+    for d in drives:
+        modules += DRIVES[d]
+    with open(os.path.join(root, "modules.order"), "w") as order:
+        for rel in kernel.load_order(modules):
+            plain = re.sub(r"\.(xz|zst|gz)$", "", rel)
+            target = os.path.join(root, "lib", "modules", plain)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(decompressed(os.path.join(kernel.modules, rel)))
+            order.write(plain + "\n")
+    shutil.copy2(os.path.join(HERE, "init.sh"), os.path.join(root, "init"))
+    shutil.copy2(os.path.join(HERE, "guest-check.sh"), os.path.join(root, "guest-check.sh"))
+    os.chmod(os.path.join(root, "init"), 0o755)
+    for d in ("dev", "proc", "sys", "tmp"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    archive = Cpio()
+    archive.add_tree(root)
+    archive.add_char_device("dev/console", 5, 1)
+    path = os.path.join(work, "initramfs.cpio.gz")
+    with open(path, "wb") as f:
+        f.write(gzip.compress(archive.finish(), compresslevel=1))
+    return path
+
+
+def qemu_drives(drives, work):
+    args = []
+    for d in drives:
+        if d == "nullb":
+            continue
+        disk = os.path.join(work, f"{d}.img")
+        with open(disk, "wb") as f:  # a fresh, sparse drive each boot
+            f.truncate(DISK_BYTES)
+        drive = f"file={disk},if=none,id={d}0,format=raw,cache=unsafe,discard=unmap"
+        args += ["-drive", drive]
+        if d == "nvme":
+            args += ["-device", "nvme,drive=nvme0,serial=iotape-nvme"]
+        elif d == "virtio":
+            args += ["-device", "virtio-blk-pci,drive=virtio0"]
+        elif d == "scsi":
+            args += ["-device", "virtio-scsi-pci,id=vscsi", "-device", "scsi-hd,drive=scsi0,bus=vscsi.0"]
+        elif d == "sata":
+            args += ["-device", "ahci,id=ahci", "-device", "ide-hd,drive=sata0,bus=ahci.0"]
+    return args
+
+
+def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
+    """Boots the guest; returns (its result lines, error or None, seconds)."""
+    console = os.path.join(work, "console.log")
+    results = os.path.join(work, "results.log")
+    for p in (console, results):
+        if os.path.exists(p):
+            os.remove(p)
+    append = (f"console=ttyS0 panic=-1 loglevel=4 iotape.drives={','.join(drives)} "
+              f"iotape.backends={','.join(backends)} iotape.runtime={runtime}")
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
+           "-monitor", "none", "-no-reboot", "-nic", "none", "-kernel", kernel.image, "-initrd", initramfs, "-append", append,
+           "-serial", "stdio", "-serial", f"file:{results}", *qemu_drives(drives, work)]
+    start = time.monotonic()
+    error = None
+    with open(console, "wb") as out:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            error = f"timeout after {timeout} s"
+    seconds = time.monotonic() - start
+    lines = []
+    if os.path.exists(results):
+        with open(results, "rb") as f:
+            lines = [l.decode("utf-8", "replace").rstrip("\r") for l in f.read().split(b"\n")]
+    if error is None and not any(l.startswith("IOTAPE-VM - - done") for l in lines):
+        error = f"the guest stopped before the end (qemu exit {p.returncode})"
+    if error:
+        # The kernel's own complaint, if it made one (a panic, an oops, a lockup).
+        with open(console, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        oops = re.search(r"(Kernel panic[^\r\n]*|BUG:[^\r\n]*|Oops[^\r\n]*)", text)
+        error += (f": {oops.group(1).strip()}" if oops else "") + f"; see {console}"
+    return lines, error, seconds
+
+
+def parse(lines):
+    """Result lines -> {(drive, backend): {key: value or [values]}}."""
+    runs = {}
+    for line in lines:
+        if not line.startswith("IOTAPE-VM "):
+            continue
+        parts = line.split(" ", 4)
+        if len(parts) < 4:
+            continue
+        drive, backend, key = parts[1:4]
+        value = parts[4] if len(parts) > 4 else ""
+        run = runs.setdefault((drive, backend), {})
+        if key in ("record_log", "fio_log", "module", "module_failed"):
+            run.setdefault(key, []).append(value)
+        else:
+            run[key] = value
+    return runs
+
+
+def fio_counts(fio):
+    c = {k: 0 for k in ("reads", "read_bytes", "writes", "write_bytes", "discards", "discard_bytes", "syncs")}
+    for job in fio["jobs"]:
+        c["reads"] += job["read"]["total_ios"]
+        c["read_bytes"] += job["read"]["io_bytes"]
+        c["writes"] += job["write"]["total_ios"]
+        c["write_bytes"] += job["write"]["io_bytes"]
+        c["discards"] += job["trim"]["total_ios"]
+        c["discard_bytes"] += job["trim"]["io_bytes"]
+        c["syncs"] += job.get("sync", {}).get("total_ios", 0)
+    return c
+
+
+KEYS = ("reads", "writes", "discards", "flushes", "read_bytes", "write_bytes", "discard_bytes")
+
+
+def judge(run):
+    """One run's verdict: {"result": exact|mismatch|failed, "detail": ..., counts}."""
+    def fail(why):
+        return {"result": "failed", "detail": why}
+
+    rec_log = run.get("record_log", [])
+    if "stat_after" not in run or run.get("record_rc") not in ("0", None):
+        why = " | ".join(rec_log[-6:])
+        return fail(f"record exit {run.get('record_rc')}: " + (why[:400] + " ..." if len(why) > 400 else why))
+    if run.get("fio_rc") != "0" or "fio_json" not in run:
+        return fail(f"fio exit {run.get('fio_rc')}: " + " | ".join(run.get("fio_log", [])[-3:]))
+    if "info_json" not in run:
+        return fail(f"iotape info exit {run.get('info_rc')}")
+    before = [int(x) for x in run["stat_before"].split()]
+    after = [int(x) for x in run["stat_after"].split()]
+    if len(after) < 17:
+        return fail("no flush counters in /sys/block/*/stat")
+    d = {k: after[i] - before[i] for k, i in STAT.items()}
+    stat = {"reads": d["reads"], "writes": d["writes"], "discards": d["discards"], "flushes": d["flushes"],
+            "read_bytes": d["read_sectors"] * 512, "write_bytes": d["write_sectors"] * 512,
+            "discard_bytes": d["discard_sectors"] * 512}
+    info = json.loads(run["info_json"])
+    # As /sys/block/*/stat counts (tests/record_test.cc): a write-zeroes is a
+    # write, an fsync's empty preflush write is a write too.
+    trace = {"reads": info["reads"], "writes": info["writes"] + info["write_zeroes"], "discards": info["discards"],
+             "flushes": info["flushes"], "read_bytes": info["bytes_read"],
+             "write_bytes": info["bytes_written"] + info["bytes_write_zeroes"],
+             "discard_bytes": info["bytes_discarded"]}
+    f = fio_counts(json.loads(run["fio_json"]))
+    # An fsync becomes an empty preflush write only on a drive with a write
+    # cache; without one the kernel completes it at once.
+    write_back = run.get("write_cache", "").startswith("write back")
+    fio = {"reads": f["reads"], "writes": f["writes"] + (f["syncs"] if write_back else 0), "discards": f["discards"],
+           "read_bytes": f["read_bytes"], "write_bytes": f["write_bytes"], "discard_bytes": f["discard_bytes"]}
+    meta = info.get("metadata", {})
+    losses = {"dropped_events": info.get("dropped_events", 0),
+              "unmatched_completions": int(meta.get("capture.unmatched_completions", 0)),
+              "uncompleted_ios": int(meta.get("capture.uncompleted_ios", 0))}
+    diffs = [f"{k} trace {trace[k]} stat {stat[k]}" for k in KEYS if trace[k] != stat[k]]
+    diffs += [f"{k} trace {trace[k]} fio {fio[k]}" for k in fio if trace[k] != fio[k]]
+    diffs += [f"{k} {v}" for k, v in losses.items() if v]
+    if trace["reads"] + trace["writes"] == 0:
+        diffs.append("no IOs recorded")
+    out = {"result": "mismatch" if diffs else "exact", "detail": "; ".join(diffs), "trace": trace, "stat": stat,
+           "fio": fio, "fio_syncs": f["syncs"], "losses": losses, "source_detail": info.get("source_detail", ""),
+           "metadata": meta}
+    return out
+
+
+def run_kernel(series, apt, cache, args):
+    name = newest_kernel(apt, series, args.flavour)
+    label = series if args.flavour == "cloud" else f"{series}-{args.flavour}"
+    log(f"kernel {series}: {name} {apt.version(name)}")
+    kernel = Kernel(extract(fetch_deb(apt, name, os.path.join(cache, "debs")), os.path.join(cache, "kernels", name)))
+    drives, absent = [], {}
+    for d in args.drives:
+        missing = [m for m in DRIVES[d] if not kernel.has(m)]
+        if missing:
+            absent[d] = "no " + ",".join(missing) + " in this kernel"
+        else:
+            drives.append(d)
+    work = os.path.join(cache, "work", label)
+    os.makedirs(work, exist_ok=True)
+    initramfs = build_initramfs(kernel, drives, static_busybox(apt, cache), args.iotape, work)
+    log(f"booting {kernel.release} with {','.join(drives)} (initramfs {os.path.getsize(initramfs) >> 20} MiB)")
+    lines, error, seconds = boot(kernel, initramfs, drives, args.backends, args.runtime, work, args.timeout)
+    runs = parse(lines)
+    general = runs.get(("-", "-"), {})
+    for m in general.get("module_failed", []):
+        log(f"{series}: insmod failed: {m}")
+    results = []
+    for d in args.drives:
+        for b in args.backends:
+            if d in absent:
+                v = {"result": "n/a", "detail": absent[d]}
+            elif (d, "-") in runs:
+                v = {"result": "failed", "detail": runs[(d, "-")].get("missing", "no device")}
+            elif (d, b) in runs and "end" in runs[(d, b)]:
+                v = judge(runs[(d, b)])
+            else:
+                v = {"result": "failed", "detail": error or "no result"}
+            v.update(kernel=label, release=kernel.release, package=name, drive=d, backend=b)
+            results.append(v)
+    with open(os.path.join(work, "results.json"), "w") as f:
+        json.dump({"seconds": seconds, "error": error, "runs": results}, f, indent=1)
+    log(f"kernel {label}: {seconds:.0f} s in the VM" + (f" ({error})" if error else ""))
+    return results, seconds
+
+
+def print_table(results):
+    print(f"{'kernel':<10} {'drive':<7} {'backend':<9} {'result':<9} "
+          f"{'reads':>7} {'writes':>7} {'discards':>8} {'flushes':>7} {'MiB r/w/d':>15}  detail")
+    for r in results:
+        t = r.get("trace")
+        counts = (f"{t['reads']:>7} {t['writes']:>7} {t['discards']:>8} {t['flushes']:>7} "
+                  f"{t['read_bytes'] / 2**20:>5.1f}/{t['write_bytes'] / 2**20:.1f}/{t['discard_bytes'] / 2**20:.1f}"
+                  if t else f"{'':>7} {'':>7} {'':>8} {'':>7} {'':>15}")
+        detail = r.get("detail", "")
+        if r["result"] == "exact":
+            detail = f"= stat, = fio ({r['fio_syncs']} fsyncs); {r.get('source_detail', '')}"
+        print(f"{r['kernel']:<10} {r['drive']:<7} {r['backend']:<9} {r['result']:<9} {counts:>15}  {detail}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iotape", required=True, help="the iotape binary to test (static or dynamic)")
+    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "..", "build"),
+                   help="build tree; downloads and images go to BUILD/vm-cache")
+    p.add_argument("--kernel", action="append", choices=sorted(KERNELS),
+                   help="kernel series to boot, repeatable (default: all, or $IOTAPE_VM_KERNELS)")
+    p.add_argument("--flavour", choices=sorted(FLAVOURS), default="cloud",
+                   help="Debian kernel flavour (amd64 has AHCI on every series)")
+    p.add_argument("--drives", default="nvme,virtio,scsi,sata,nullb")
+    p.add_argument("--backends", default="ebpf,blktrace")
+    p.add_argument("--runtime", type=int, default=3, help="seconds of fio per drive and back end")
+    p.add_argument("--timeout", type=int, default=400, help="seconds one boot may take (a healthy one: 1-2 minutes)")
+    p.add_argument("--update", action="store_true", help="refresh the package lists")
+    args = p.parse_args()
+    args.drives = args.drives.split(",")
+    args.backends = args.backends.split(",")
+    for d in args.drives:
+        if d not in DRIVES:
+            p.error(f"unknown drive kind {d}")
+    kernels = args.kernel or os.environ.get("IOTAPE_VM_KERNELS", "").split(",")
+    kernels = [k for k in kernels if k] or list(KERNELS)
+    for tool in ("qemu-system-x86_64", "apt-get", "dpkg-deb", "objcopy", "fio"):
+        if not shutil.which(tool):
+            p.error(f"{tool} is missing (Debian: apt-get install qemu-system-x86 fio binutils)")
+    args.iotape = os.path.abspath(args.iotape)
+    cache = os.path.join(os.path.abspath(args.build_dir), "vm-cache")
+    apt = Apt(os.path.join(cache, "apt"))
+    apt.update(force=args.update)
+    results, timing = [], {}
+    for k in kernels:
+        try:
+            r, timing[k] = run_kernel(k, apt, cache, args)
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+            r = [{"kernel": k, "drive": "-", "backend": "-", "result": "failed", "detail": str(e)}]
+        results += r
+    print_table(results)
+    print("time in the VM: " + ", ".join(f"{k} {s:.0f} s" for k, s in timing.items()))
+    bad = [r for r in results if r["result"] not in ("exact", "n/a")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
