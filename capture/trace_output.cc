@@ -1,6 +1,7 @@
 #include "capture/trace_output.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,14 +14,22 @@
 namespace iotape::capture {
 namespace {
 
+int64_t boottime_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 // Makes the directory entry of the file `path` durable: fdatasync on the file
 // alone may leave a new file nameless after a power loss.
-void sync_directory(const std::string& path) {
+void sync_directory(const std::string& path, const format::WriterOptions& w) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw format::error_errno(dir, "cannot open the trace's directory", errno);
+  const int64_t begin = boottime_ns();
   const int err = ::fsync(fd) == 0 ? 0 : errno;
+  if (w.on_sync) w.on_sync(begin, boottime_ns());
   ::close(fd);
   if (err) throw format::error_errno(dir, "fsync", err);
 }
@@ -53,7 +62,7 @@ void TraceOutput::open_part() {
   paths_.push_back(part_path(part));
   writer_ = std::make_unique<format::TraceWriter>(paths_.back(), header_, opt_.writer);
   part_start_ns_ = 0;
-  if (opt_.writer.durability == format::Durability::kFdatasync) sync_directory(paths_.back());
+  if (opt_.writer.durability == format::Durability::kFdatasync) sync_directory(paths_.back(), opt_.writer);
 }
 
 void TraceOutput::append(const format::Io& io) {

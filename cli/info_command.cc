@@ -86,6 +86,13 @@ void run_info(const InfoOptions& o) {
                  s.last_ns);
     fmt::print("lost       {} dropped events, {} late IOs, {} IOs with errors\n", s.dropped_events, s.late_ios,
                s.errors);
+    if (const auto& m = reader.metadata(); m.count("capture.self_ios")) {
+      const auto bytes_it = m.find("capture.self_bytes");
+      const bool kept = m.count("capture.include_self") && m.at("capture.include_self") == "1";
+      fmt::print("self IO    {} IOs, {} bytes the recording caused itself: {}\n", m.at("capture.self_ios"),
+                 bytes_it == m.end() ? std::string("?") : bytes_it->second,
+                 kept ? "in the trace, flagged self (record --include-self)" : "left out");
+    }
     // A capture keeps IOs it saw only in part (see capture.* in the header): say how many lack which time.
     fmt::print("times      {} IOs with a queue time, {} with a completion time\n", s.with_queue_time,
                s.with_completion);

@@ -61,6 +61,11 @@ void run_record(RecordCli& c) {
   if (tty) fmt::print(stderr, "\n");
   fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
              fmt::join(r.paths, " "));
+  if (r.self_ios)
+    fmt::print(stderr, "iotape: {} {} IOs ({}) the recording caused itself (its trace writes, their flushes and "
+               "journal commits): {}\n",
+               o.include_self ? "kept, flagged," : "left out", r.self_ios,
+               human_bytes(static_cast<double>(r.self_bytes)), r.self_detail);
   if (r.unmatched)
     fmt::print(stderr,
                "iotape: {} completions ({} bytes) matched no submission (in flight when the capture began): "
@@ -95,6 +100,9 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--duration", c->duration, "Stop after this long (e.g. 30s, 10m, 7d); default: until SIGINT/SIGTERM");
   sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 512M, 1GiB, 1GB)");
   sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 90m, 1h, 1d)");
+  sub->add_flag("--include-self", c->o.include_self,
+                "Keep the IOs the recording causes itself (its trace writes, the flushes and journal commits its "
+                "fdatasync makes), flagged 'self'; by default they are left out and counted (capture.self_ios)");
   sub->add_option("--pid", c->o.pid, "Only IOs submitted by this process");
   sub->add_option("--comm", c->o.comm, "Only IOs submitted by threads of this name");
   sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
