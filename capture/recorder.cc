@@ -228,6 +228,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   r.self_ios = self.ios();
   r.self_bytes = self.bytes();
   r.self_detail = self.describe();
+  r.removed_parts = out.removed_parts();
+  r.removed_bytes = out.removed_bytes();
   r.file_bytes = out.file_bytes();
   r.paths = out.paths();
   return r;

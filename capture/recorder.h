@@ -57,8 +57,9 @@ struct RecordResult {
   uint64_t self_ios = 0;  // caused by the recording itself: left out (or kept, flagged, with include_self)
   uint64_t self_bytes = 0;
   std::string self_detail;  // per device, e.g. "loop0 12 IOs 48.0 KiB"
+  uint64_t removed_parts = 0, removed_bytes = 0;  // by retention (OutputOptions::keep_ns, max_total_bytes)
   uint64_t file_bytes = 0;
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;  // the parts left
   std::string stop_reason;  // "signal", "duration", or the write error
   bool write_failed = false;
 };

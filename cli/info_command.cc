@@ -93,6 +93,9 @@ void run_info(const InfoOptions& o) {
                  bytes_it == m.end() ? std::string("?") : bytes_it->second,
                  kept ? "in the trace, flagged self (record --include-self)" : "left out");
     }
+    if (const auto& m = reader.metadata(); m.count("capture.removed_parts") && m.at("capture.removed_parts") != "0")
+      fmt::print("removed    {} older parts, {} bytes (record --keep/--max-total)\n", m.at("capture.removed_parts"),
+                 m.count("capture.removed_bytes") ? m.at("capture.removed_bytes") : std::string("?"));
     // A capture keeps IOs it saw only in part (see capture.* in the header): say how many lack which time.
     fmt::print("times      {} IOs with a queue time, {} with a completion time\n", s.with_queue_time,
                s.with_completion);

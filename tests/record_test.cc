@@ -1564,4 +1564,67 @@ TEST_CASE("record keeps exactly fio's IOs on the file system it writes its trace
   CHECK(t.all.size() + self + 10 >= traced_total);
 }
 
+TEST_CASE("record --max-total removes the oldest parts and the rest read as one trace", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(64u << 20);
+  constexpr uint64_t kMax = 8192;
+  Recording rec("ebpf", loop.path(), dir.file("ring.iot"), dir.file("record.log"),
+                {"--rotate-size", "2K", "--max-total", "8K", "--flush-interval", "100ms"});
+  Process fio({"fio", "--name=ring", "--filename=" + loop.path(), "--direct=1", "--ioengine=psync", "--rw=randread",
+               "--bs=4k", "--rate_iops=1000", "--number_ios=6000"},
+              dir.file("fio.log"));
+  uint64_t worst = 0, largest_part = 0;
+  while (fio.running()) {
+    uint64_t total = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+      if (e.path().extension() == ".iot") {
+        const uint64_t size = std::filesystem::file_size(e.path(), ec);
+        total += ec ? 0 : size;
+        largest_part = std::max(largest_part, ec ? 0 : size);
+      }
+    worst = std::max(worst, total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(fio.wait() == 0);
+  REQUIRE(rec.stop(SIGINT) == 0);
+  const std::string log = read_file(dir.file("record.log"));
+  INFO(log);
+  std::vector<std::string> parts;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    if (e.path().extension() == ".iot") parts.push_back(e.path().string());
+  std::sort(parts.begin(), parts.end());
+  REQUIRE(parts.size() >= 2);
+  CHECK_FALSE(std::filesystem::exists(dir.file("ring.0000.iot")));
+  INFO("largest total on disk " << worst << " bytes, largest part " << largest_part);
+  CHECK(worst <= kMax + largest_part);
+  const uint64_t removed = metadata_count(parts.back(), "capture.removed_parts");
+  CHECK(removed >= 3);
+  size_t logged = 0;
+  for (size_t at = 0; (at = log.find("iotape: removed ", at)) != std::string::npos; ++at) ++logged;
+  CHECK(logged == removed);
+  // The parts left: one trace, in order, ending where the capture did.
+  format::TraceReader reader(parts);
+  format::Io io;
+  int64_t last = format::kNoTime;
+  uint64_t n = 0, unordered = 0;
+  while (reader.next(io)) {
+    unordered += io.issue_ns < last;
+    last = io.issue_ns;
+    ++n;
+  }
+  CHECK_FALSE(reader.status().damaged);
+  CHECK(unordered == 0);
+  CHECK(n > 0);
+  CHECK(n < 6000);
+  const auto info = run(iotape_binary() + " info " + [&] {
+    std::string s;
+    for (const auto& p : parts) s += p + " ";
+    return s;
+  }());
+  CHECK(info.exit_code == 0);
+  CHECK(info.output.find("removed    " + std::to_string(removed) + " older parts") != std::string::npos);
+}
+
 }  // namespace iotape::test
