@@ -28,6 +28,7 @@
 #include "capture/issue_order.h"
 #include "capture/recorder.h"
 #include "format/reader.h"
+#include "format/writer.h"
 #include "host/clocks.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
@@ -1475,6 +1476,9 @@ TEST_CASE("record leaves out the IOs it causes itself and counts them", "[record
   INFO(requests.size() << " requests traced (" << before_stop << " before the stop): " << writes_in_trace
                        << " writes to the trace, " << other_writes << " other writes (the journal's), " << flushes
                        << " flushes");
+  WARN("self: " << requests.size() << " requests traced (" << before_stop << " before the stop): "
+                 << writes_in_trace << " writes to the trace, " << other_writes << " other writes, " << flushes
+                 << " flushes; " << metadata_count(trace, "capture.self_ios") << " left out");
   CHECK(writes_in_trace >= 10);
   CHECK(other_writes >= 10);
   CHECK(flushes >= 10);
@@ -1509,6 +1513,8 @@ TEST_CASE("record on an idle device holding its trace writes only at its start a
   INFO(requests.size() << " requests traced");
   // Creating the file, syncing its directory, and closing it: no flush per
   // interval, as the recorder's own IO no longer gives it anything to write.
+  WARN("idle: " << requests.size() << " requests traced, " << t.all.size() << " recorded, "
+                 << metadata_count(trace, "capture.self_ios") << " left out");
   CHECK(requests.size() < 40);
   CHECK(metadata_count(trace, "capture.self_ios") > 0);
 }
@@ -1554,6 +1560,8 @@ TEST_CASE("record keeps exactly fio's IOs on the file system it writes its trace
   }
   const uint64_t self = metadata_count(trace, "capture.self_ios");
   INFO(traced_total << " requests traced, " << t.all.size() << " recorded, " << self << " the recording's own");
+  WARN("fio: " << traced_total << " requests traced, " << traced.size() << " of fio's, " << t.all.size()
+                << " recorded, " << self << " the recording's own left out");
   CHECK(traced.size() == 3000);
   CHECK(recorded == traced);
   CHECK(recorded_in_own == 0);
@@ -1598,6 +1606,8 @@ TEST_CASE("record --max-total removes the oldest parts and the rest read as one 
   REQUIRE(parts.size() >= 2);
   CHECK_FALSE(std::filesystem::exists(dir.file("ring.0000.iot")));
   INFO("largest total on disk " << worst << " bytes, largest part " << largest_part);
+  WARN("max-total: " << parts.size() << " parts left, largest total on disk " << worst << " bytes, largest part "
+                     << largest_part);
   CHECK(worst <= kMax + largest_part);
   const uint64_t removed = metadata_count(parts.back(), "capture.removed_parts");
   CHECK(removed >= 3);
@@ -1625,6 +1635,81 @@ TEST_CASE("record --max-total removes the oldest parts and the rest read as one 
   }());
   CHECK(info.exit_code == 0);
   CHECK(info.output.find("removed    " + std::to_string(removed) + " older parts") != std::string::npos);
+}
+
+TEST_CASE("the recording's own IOs flagged self are left out of report and cut unless --include-self", "[record]") {
+  TempDir dir;
+  const std::string path = dir.file("flagged.iot");
+  {
+    format::TraceWriter w(path, v1::TraceHeader());
+    v1::Device d;
+    d.set_name("loop9");
+    d.set_major(7);
+    d.set_minor(9);
+    w.add_device(d);
+    for (int i = 0; i < 10; ++i) {
+      format::Io io;
+      io.issue_ns = 1'000'000'000 + i * 1'000'000;
+      io.complete_ns = io.issue_ns + 10'000;
+      io.offset = 4096u * i;
+      io.length = 4096;
+      io.op = format::Op::kWrite;
+      io.flags = i % 3 == 0 ? format::flag::kSelf : 0;  // 4 of them
+      w.append(io);
+    }
+    w.close();
+  }
+  auto report_ios = [&](const std::string& extra) {
+    const auto r = run(iotape_binary() + " report --json " + extra + " " + path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.output)["ios"].get<uint64_t>();
+  };
+  CHECK(report_ios("") == 6);
+  CHECK(report_ios("--include-self") == 10);
+  auto cut_ios = [&](const std::string& extra) {
+    const auto r = run(iotape_binary() + " cut --window 0.. -o " + dir.file("cut.iot") + " " + extra + " " + path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    format::TraceReader reader(dir.file("cut.iot"));
+    format::Io io;
+    uint64_t n = 0, flagged = 0;
+    while (reader.next(io)) ++n, flagged += (io.flags & format::flag::kSelf) != 0;
+    return std::make_pair(n, flagged);
+  };
+  CHECK(cut_ios("") == std::make_pair(uint64_t{6}, uint64_t{0}));
+  CHECK(cut_ios("--include-self") == std::make_pair(uint64_t{10}, uint64_t{4}));
+}
+
+TEST_CASE("record with the blktrace back end leaves out the IOs it causes itself", "[record][blktrace]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20), other(64u << 20);
+  Ext4 fs(loop, dir.path(), "no_prefetch_block_bitmaps");
+  const std::string trace = fs.path() + "/self.iot";
+  quiet_stat(loop);
+  const BlockStat before = block_stat(loop.name());
+  {
+    Recording rec("blktrace", loop.path(), trace, dir.file("r.log"),
+                  {"-d", other.path(), "--flush-interval", "200ms", "--duration", "5s"});
+    Process fio({"fio", "--name=keep-busy", "--filename=" + other.path(), "--direct=1", "--ioengine=psync",
+                 "--rw=randread", "--bs=4k", "--rate_iops=200", "--runtime=4", "--time_based"},
+                dir.file("fio.log"));
+    REQUIRE(fio.wait() == 0);
+    REQUIRE(rec.process().wait() == 0);
+  }
+  const BlockStat after = block_stat(loop.name());
+  INFO(read_file(dir.file("r.log")));
+  const auto t = read_trace({trace}, loop.dev_major(), loop.dev_minor());
+  CHECK(t.all.size() - t.other_device == 0);
+  CHECK(t.other_device > 500);
+  const uint64_t self = metadata_count(trace, "capture.self_ios." + loop.name());
+  const uint64_t device_ios = (after.write_ios - before.write_ios) + (after.flush_ios - before.flush_ios);
+  INFO(self << " IOs left out; the device counted " << device_ios << " writes and flushes");
+  CHECK(after.write_ios - before.write_ios >= 20);
+  CHECK(self >= 20);
+  CHECK(self <= device_ios + (after.read_ios - before.read_ios));
 }
 
 }  // namespace iotape::test
