@@ -75,6 +75,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
+      if ((io.flags & format::flag::kSelf) && !o.include_self) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
       r.add(io, end);
       if (phases) phases->add(io, position + i, end);

@@ -21,6 +21,7 @@ struct ReportOptions {
   size_t series_points = 4096;         // bound of the IOPS/MB/s series (see TimeSeries)
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
   bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
+  bool include_self = false;           // also IOs flagged format::flag::kSelf (the recording's own)
 };
 
 // The totals are of the selected IOs; their ends are clipped to the window.

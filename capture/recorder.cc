@@ -13,6 +13,7 @@
 
 #include "capture/blktrace_backend.h"
 #include "capture/issue_order.h"
+#include "capture/self_traffic.h"
 #include "format/error.h"
 #include "host/clocks.h"
 #include "host/cpu_idle.h"
@@ -87,8 +88,8 @@ std::unique_ptr<observer::Backend> make_backend(const RecordOptions& o, const ob
   return make_blktrace_backend(bo);
 }
 
-v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices, const observer::Backend& b,
-                            const std::string& backend) {
+v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices,
+                            const observer::Backend& b, const std::string& backend) {
   v1::TraceHeader h;
   h.set_source(b.source());
   h.set_source_detail(b.detail());
@@ -119,6 +120,7 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   if (o.pid) m["capture.pid"] = std::to_string(o.pid);
   if (!o.comm.empty()) m["capture.comm"] = o.output.anonymize ? anonymize_comm(o.comm) : o.comm;
   if (o.output.anonymize) m["capture.anonymized"] = "comm,host,serial";
+  if (o.include_self) m["capture.include_self"] = "1";  // its own IOs kept, flagged format::flag::kSelf
   return h;
 }
 
@@ -161,7 +163,10 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   bo.issue_complete_only = o.issue_complete_only;
   std::string chosen;
   std::unique_ptr<observer::Backend> backend = make_backend(o, bo, notes, chosen);
-  TraceOutput out(o.output, make_header(o, devices, *backend, chosen));
+  SelfTraffic self(devices, o.output.path);
+  OutputOptions output = o.output;
+  output.writer.on_sync = [&self](int64_t begin, int64_t end) { self.add_sync(begin, end); };
+  TraceOutput out(output, make_header(o, devices, *backend, chosen));
 
   std::string names;
   for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
@@ -180,11 +185,18 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   int64_t due = kNever;
   int64_t outstanding = std::numeric_limits<int64_t>::min();  // the back end's last bound
   IssueOrder order(o.reorder_max_ios);
-  const observer::IoSink sink = [&](const format::Io& io) {
+  const observer::IoSink keep = [&](const format::Io& io) {
     order.add(io);
     ++seen;
     bytes += io.length;
     if (io.has_complete()) due = std::min(due, io.complete_ns + interval);
+  };
+  const observer::IoSink sink = [&](const format::Io& io) {
+    if (!self.caused(io)) return keep(io);
+    if (!o.include_self) return;
+    format::Io flagged = io;
+    flagged.flags |= format::flag::kSelf;
+    keep(flagged);
   };
   const observer::IoSink write = [&](const format::Io& io) { out.append(io); };
   const int64_t start = host::boottime_ns();
@@ -225,6 +237,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     order.release(0, write, true);
     count_dropped(*backend, out, dropped);
     write_closing_counts(*backend, out, r);
+    self.write_metadata([&out](const std::string& k, const std::string& v) { out.set_metadata(k, v); });
     out.close();
     if (cb.durable && o.output.writer.durability == format::Durability::kFdatasync)
       cb.durable(out.paths().back(), out.part_bytes());
@@ -234,6 +247,11 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   }
   r.ios = out.ios();
   r.dropped = dropped;
+  r.self_ios = self.ios();
+  r.self_bytes = self.bytes();
+  r.self_detail = self.describe();
+  r.removed_parts = out.removed_parts();
+  r.removed_bytes = out.removed_bytes();
   r.file_bytes = out.file_bytes();
   r.paths = out.paths();
   return r;

@@ -41,6 +41,9 @@ struct RecordOptions {
   std::string comm;
   uint64_t buffer_bytes = 0;
   bool issue_complete_only = false;  // blktrace back end: D and C events only (see observer::BackendOptions)
+  // Keep the IOs the recording causes itself (see SelfTraffic), marked
+  // format::flag::kSelf; by default they are left out and only counted.
+  bool include_self = false;
   // IOs held for issue order at most; beyond it the oldest are written early.
   size_t reorder_max_ios = size_t{1} << 20;
 };
@@ -51,8 +54,12 @@ struct RecordResult {
   uint64_t unmatched = 0;    // completions that matched no submission: counted, not recorded
   uint64_t unmatched_bytes = 0;
   uint64_t uncompleted = 0;  // IOs recorded without a completion
+  uint64_t self_ios = 0;  // caused by the recording itself: left out (or kept, flagged, with include_self)
+  uint64_t self_bytes = 0;
+  std::string self_detail;  // per device, e.g. "loop0 12 IOs 48.0 KiB"
+  uint64_t removed_parts = 0, removed_bytes = 0;  // by retention (OutputOptions::keep_ns, max_total_bytes)
   uint64_t file_bytes = 0;
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;  // the parts left
   std::string stop_reason;  // "signal", "duration", or the write error
   bool write_failed = false;
 };

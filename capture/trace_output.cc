@@ -1,6 +1,7 @@
 #include "capture/trace_output.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,14 +14,22 @@
 namespace iotape::capture {
 namespace {
 
+int64_t boottime_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 // Makes the directory entry of the file `path` durable: fdatasync on the file
 // alone may leave a new file nameless after a power loss.
-void sync_directory(const std::string& path) {
+void sync_directory(const std::string& path, const format::WriterOptions& w) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw format::error_errno(dir, "cannot open the trace's directory", errno);
+  const int64_t begin = boottime_ns();
   const int err = ::fsync(fd) == 0 ? 0 : errno;
+  if (w.on_sync) w.on_sync(begin, boottime_ns());
   ::close(fd);
   if (err) throw format::error_errno(dir, "fsync", err);
 }
@@ -48,12 +57,41 @@ std::string TraceOutput::part_path(uint32_t part) const {
 }
 
 void TraceOutput::open_part() {
-  const auto part = static_cast<uint32_t>(paths_.size());
+  const uint32_t part = next_part_++;
   header_.set_part(part);
+  if (removed_parts_) {
+    auto& m = *header_.mutable_metadata();
+    m["capture.removed_parts"] = std::to_string(removed_parts_);
+    m["capture.removed_bytes"] = std::to_string(removed_bytes_);
+  }
   paths_.push_back(part_path(part));
   writer_ = std::make_unique<format::TraceWriter>(paths_.back(), header_, opt_.writer);
   part_start_ns_ = 0;
-  if (opt_.writer.durability == format::Durability::kFdatasync) sync_directory(paths_.back());
+  if (opt_.writer.durability == format::Durability::kFdatasync) sync_directory(paths_.back(), opt_.writer);
+}
+
+void TraceOutput::remove_old_parts() {
+  const int64_t now = boottime_ns();
+  uint64_t total = 0;
+  for (const auto& p : closed_) total += p.bytes;
+  while (!closed_.empty()) {
+    std::string why;
+    if (opt_.keep_ns && now - closed_.front().closed_ns > opt_.keep_ns)
+      why = fmt::format("ended more than {:.0f} s ago (--keep)", opt_.keep_ns / 1e9);
+    else if (opt_.max_total_bytes && total > opt_.max_total_bytes)
+      why = fmt::format("the closed parts hold {} bytes, more than {} (--max-total)", total, opt_.max_total_bytes);
+    else
+      break;
+    const std::string path = paths_.front();
+    const uint64_t bytes = closed_.front().bytes;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw format::error_errno(path, "cannot remove an old part", errno);
+    paths_.erase(paths_.begin());
+    closed_.pop_front();
+    total -= bytes;
+    ++removed_parts_;
+    removed_bytes_ += bytes;
+    if (opt_.on_remove) opt_.on_remove(path, bytes, why);
+  }
 }
 
 void TraceOutput::append(const format::Io& io) {
@@ -86,11 +124,19 @@ void TraceOutput::rotate_if_due(int64_t now_ns) {
   closed_ios_ += writer_->stats().ios;
   closed_bytes_ += writer_->stats().file_bytes;
   closed_late_ += writer_->stats().late_ios;
+  closed_.push_back({writer_->stats().file_bytes, boottime_ns()});
+  remove_old_parts();
   open_part();
   part_start_ns_ = now_ns;
 }
 
-void TraceOutput::close() { writer_->close(); }
+void TraceOutput::close() {
+  if (opt_.keep_ns || opt_.max_total_bytes) {
+    writer_->set_metadata("capture.removed_parts", std::to_string(removed_parts_));
+    writer_->set_metadata("capture.removed_bytes", std::to_string(removed_bytes_));
+  }
+  writer_->close();
+}
 
 void TraceOutput::set_metadata(const std::string& key, const std::string& value) {
   writer_->set_metadata(key, value);

@@ -18,6 +18,7 @@ struct CutArgs {
   std::optional<uint32_t> pid;
   uint32_t count = 1;
   bool score_discards = false;
+  bool include_self = false;
 };
 
 void run_cut(const CutArgs& a) {
@@ -29,6 +30,7 @@ void run_cut(const CutArgs& a) {
   if (!a.device.empty()) o.filter.device = format::parse_device_filter(a.device);
   if (!a.comm.empty()) o.filter.comm = a.comm;
   o.filter.pid = a.pid;
+  o.filter.include_self = a.include_self;
   o.length_ns = units::parse_duration(a.length, "--length");
   o.count = a.count;
   o.max_idle_ns = units::parse_duration(a.max_idle, "--max-idle");
@@ -83,6 +85,9 @@ void add_cut_command(CLI::App& app) {
   sub->add_option("--device", a->device, "Only IOs of this device, MAJ:MIN");
   sub->add_option("--comm", a->comm, "Only IOs of processes with this name");
   sub->add_option("--pid", a->pid, "Only IOs of this process id");
+  sub->add_flag("--include-self", a->include_self,
+                "Keep the IOs a capture flagged as caused by the recording itself (record --include-self); "
+                "left out by default");
   sub->add_option("--length", a->length, "Window length for --heavy/--light, e.g. 90s, 10m, 1h")->capture_default_str();
   sub->add_option("--count", a->count, "Windows to take for --heavy/--light")->capture_default_str();
   sub->add_flag("--score-discards", a->score_discards,

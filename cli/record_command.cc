@@ -9,6 +9,7 @@
 #include "capture/recorder.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "format/error.h"
 #include "units/units.h"
 
 namespace iotape::cli {
@@ -16,7 +17,7 @@ namespace {
 
 struct RecordCli {
   capture::RecordOptions o;
-  std::string duration, rotate_size, rotate_time, buffer, flush_interval = "1s", blk_events = "all";
+  std::string duration, rotate_size, rotate_time, keep, max_total, buffer, flush_interval = "1s", blk_events = "all";
   bool no_sync = false;
   int zstd_level = 1;
 };
@@ -33,6 +34,13 @@ void run_record(RecordCli& c) {
   if (!c.duration.empty()) o.duration_ns = units::parse_duration(c.duration, "--duration");
   if (!c.rotate_size.empty()) o.output.rotate_bytes = units::parse_size(c.rotate_size, "--rotate-size");
   if (!c.rotate_time.empty()) o.output.rotate_ns = units::parse_duration(c.rotate_time, "--rotate-time");
+  if (!c.keep.empty()) o.output.keep_ns = units::parse_duration(c.keep, "--keep");
+  if (!c.max_total.empty()) o.output.max_total_bytes = units::parse_size(c.max_total, "--max-total");
+  if ((o.output.keep_ns || o.output.max_total_bytes) && !o.output.rotate_bytes && !o.output.rotate_ns)
+    throw format::UsageError("--keep and --max-total remove whole parts: give --rotate-size or --rotate-time too");
+  o.output.on_remove = [](const std::string& path, uint64_t bytes, const std::string& why) {
+    fmt::print(stderr, "iotape: removed {} ({}): {}\n", path, human_bytes(static_cast<double>(bytes)), why);
+  };
   o.issue_complete_only = c.blk_events == "issue-complete";
   if (!c.buffer.empty()) o.buffer_bytes = units::parse_size(c.buffer, "--buffer");
   o.output.writer.flush_interval_ns = units::parse_duration(c.flush_interval, "--flush-interval");
@@ -61,6 +69,14 @@ void run_record(RecordCli& c) {
   if (tty) fmt::print(stderr, "\n");
   fmt::print(stderr, "iotape: {} IOs, {} dropped events, {} bytes in {}\n", r.ios, r.dropped, r.file_bytes,
              fmt::join(r.paths, " "));
+  if (r.self_ios)
+    fmt::print(stderr, "iotape: {} {} IOs ({}) the recording caused itself (its trace writes, their flushes and "
+               "journal commits): {}\n",
+               o.include_self ? "kept, flagged," : "left out", r.self_ios,
+               human_bytes(static_cast<double>(r.self_bytes)), r.self_detail);
+  if (r.removed_parts)
+    fmt::print(stderr, "iotape: {} old parts ({}) removed by --keep/--max-total\n", r.removed_parts,
+               human_bytes(static_cast<double>(r.removed_bytes)));
   if (r.unmatched)
     fmt::print(stderr,
                "iotape: {} completions ({} bytes) matched no submission (in flight when the capture began): "
@@ -97,6 +113,14 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--duration", c->duration, "Stop after this long (e.g. 30s, 10m, 7d); default: until SIGINT/SIGTERM");
   sub->add_option("--rotate-size", c->rotate_size, "Start a new part file at this size (e.g. 512M, 1GiB, 1GB)");
   sub->add_option("--rotate-time", c->rotate_time, "Start a new part file after this long (e.g. 90m, 1h, 1d)");
+  sub->add_option("--keep", c->keep,
+                  "With rotation: when a part starts, remove the parts that ended longer ago than this (e.g. 7d)");
+  sub->add_option("--max-total", c->max_total,
+                  "With rotation: when a part starts, remove the oldest parts while the closed ones exceed this "
+                  "(e.g. 20G); the disk holds at most this plus the open part");
+  sub->add_flag("--include-self", c->o.include_self,
+                "Keep the IOs the recording causes itself (its trace writes, the flushes and journal commits its "
+                "fdatasync makes), flagged 'self'; by default they are left out and counted (capture.self_ios)");
   sub->add_option("--pid", c->o.pid, "Only IOs submitted by this process");
   sub->add_option("--comm", c->o.comm, "Only IOs submitted by threads of this name");
   sub->add_flag("--anonymize", c->o.output.anonymize, "Replace process names by stable hashes; omit host and serials");
@@ -112,7 +136,8 @@ void add_record_command(CLI::App& app) {
       ->check(CLI::Range(1, 22));
   sub->footer(
       "Timestamps are CLOCK_BOOTTIME ns (they keep counting across suspend); the header anchors them to Unix time.\n"
-      "Rotation parts OUT.0000.iot, OUT.0001.iot, ... share one trace_id: `iotape info OUT.*.iot` reads them as one.\n"
+      "Rotation parts OUT.0000.iot, OUT.0001.iot, ... share one trace_id: `iotape info OUT.*.iot` reads them as one;\n"
+      "parts removed by --keep/--max-total (each one printed) leave the rest readable as one trace.\n"
       "Exit status: 0 stopped by signal or --duration, 3 the output could not be written (disk full): the trace\n"
       "is then valid up to its last complete chunk; 77 a device that cannot be recorded; other errors: iotape --help.");
   sub->callback([c] { run_record(*c); });

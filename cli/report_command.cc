@@ -22,6 +22,7 @@ struct ReportCommandOptions {
   std::string by;
   size_t top = 10;
   std::string series_csv;
+  bool include_self = false;
 };
 
 void run_report(const ReportCommandOptions& o) {
@@ -29,6 +30,7 @@ void run_report(const ReportCommandOptions& o) {
   if (!o.device.empty()) ro.device = format::parse_device_filter(o.device);
   if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
   ro.by_phase = o.by == "phase";
+  ro.include_self = o.include_self;
   format::TraceReader reader(o.traces);
   const analysis::Report r = analysis::analyse(reader, ro);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
@@ -65,6 +67,9 @@ void add_report_command(CLI::App& app) {
   auto* json = sub->add_flag("--json", o->json, "One JSON object (see below)");
   sub->add_flag("--csv", o->csv, "A flat metric,value table (the JSON keys joined with '.')")->excludes(json);
   sub->add_option("--device", o->device, "Only the IOs of this device (MAJ:MIN)");
+  sub->add_flag("--include-self", o->include_self,
+                "Count the IOs a capture flagged as caused by the recording itself (record --include-self); "
+                "left out by default");
   sub->add_option("--window", o->window,
                   "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, 10..20 "
                   "(seconds), 10s.. (either end may be left out); busy time is clipped to END. A START after the "

@@ -30,6 +30,10 @@ inline constexpr uint32_t kMeta = 1u << 3;
 inline constexpr uint32_t kReadahead = 1u << 4;
 inline constexpr uint32_t kBackground = 1u << 5;
 inline constexpr uint32_t kNoMerge = 1u << 6;
+// Caused by the recording itself: the recorder's writes of its trace, the
+// flushes and journal commits its fdatasync makes. `record` leaves these out
+// unless --include-self; `report` and `cut` skip them unless --include-self.
+inline constexpr uint32_t kSelf = 1u << 7;
 }  // namespace flag
 
 inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();

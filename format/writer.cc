@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -139,7 +140,7 @@ class TraceWriter::Impl {
     if (!header_written_) {
       write_header();
       // A flush makes what it wrote durable, the header of an empty trace too.
-      if (opt_.durability == Durability::kFdatasync && ::fdatasync(fd_) != 0) {
+      if (opt_.durability == Durability::kFdatasync && sync_file() != 0) {
         failed_ = true;
         throw error_errno(path_, "fdatasync", errno);
       }
@@ -165,7 +166,7 @@ class TraceWriter::Impl {
     if (!failed_) {
       flush(true);
       write_index();
-      if (opt_.durability != Durability::kNone && ::fdatasync(fd_) != 0)
+      if (opt_.durability != Durability::kNone && sync_file() != 0)
         throw error_errno(path_, "fdatasync", errno);
     }
     closed_ = true;
@@ -208,6 +209,19 @@ class TraceWriter::Impl {
     return static_cast<uint64_t>(t) - static_cast<uint64_t>(first) >= static_cast<uint64_t>(opt_.chunk_span_ns);
   }
 
+  // fdatasync, timed for WriterOptions::on_sync; 0 or -1 with errno.
+  int sync_file() {
+    if (!opt_.on_sync) return ::fdatasync(fd_);
+    timespec a, b;
+    ::clock_gettime(CLOCK_BOOTTIME, &a);
+    const int rc = ::fdatasync(fd_);
+    const int err = errno;
+    ::clock_gettime(CLOCK_BOOTTIME, &b);
+    opt_.on_sync(a.tv_sec * 1'000'000'000LL + a.tv_nsec, b.tv_sec * 1'000'000'000LL + b.tv_nsec);
+    errno = err;
+    return rc;
+  }
+
   void write_header() {
     serialize(header_, &raw_);
     write_frame(frame::Kind::kHeader, frame::Codec::kRaw, raw_, raw_.size());
@@ -244,7 +258,7 @@ class TraceWriter::Impl {
     buffer_.clear();
     pending_dropped_ = 0;
     pending_late_ = 0;
-    if (opt_.durability == Durability::kFdatasync && ::fdatasync(fd_) != 0) {
+    if (opt_.durability == Durability::kFdatasync && sync_file() != 0) {
       failed_ = true;
       throw error_errno(path_, "fdatasync", errno);
     }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,9 @@ struct WriterOptions {
   int64_t flush_interval_ns = 1'000'000'000;
   unsigned file_mode = 0644;
   bool overwrite = true;                // false: fail if the file exists
+  // Called after every fdatasync with its start and end on CLOCK_BOOTTIME, the
+  // capture clock: a recorder leaves out the IOs its syncs cause.
+  std::function<void(int64_t begin_ns, int64_t end_ns)> on_sync;
 };
 
 struct WriterStats {

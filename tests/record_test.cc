@@ -28,6 +28,7 @@
 #include "capture/issue_order.h"
 #include "capture/recorder.h"
 #include "format/reader.h"
+#include "format/writer.h"
 #include "host/clocks.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
@@ -1155,12 +1156,16 @@ namespace {
 // are preflush and FUA writes the kernel's flush machinery sequences.
 class Ext4 {
  public:
-  Ext4(const LoopDevice& loop, const std::string& dir) : mnt_(dir + "/mnt") {
+  // `mount_options`: for mount -o, e.g. no_prefetch_block_bitmaps (no
+  // reads of the kernel's own a while after the mount).
+  Ext4(const LoopDevice& loop, const std::string& dir, const std::string& mount_options = "") : mnt_(dir + "/mnt") {
     const auto mkfs = run("mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 " + loop.path());
     REQUIRE(mkfs.exit_code == 0);
     std::filesystem::create_directories(mnt_);
-    REQUIRE(run("mount " + loop.path() + " " + mnt_).exit_code == 0);
+    const std::string o = mount_options.empty() ? "" : "-o " + mount_options + " ";
+    REQUIRE(run("mount " + o + loop.path() + " " + mnt_).exit_code == 0);
   }
+  const std::string& path() const { return mnt_; }
   ~Ext4() { run("umount " + mnt_); }
   Ext4(const Ext4&) = delete;
   Ext4& operator=(const Ext4&) = delete;
@@ -1399,6 +1404,312 @@ TEST_CASE("ebpf back end records a file system's requests as the blk tracer sees
   std::sort(latency_diffs.begin(), latency_diffs.end());
   // The tracer prints microseconds.
   CHECK(latency_diffs[latency_diffs.size() / 2] < 3'000);
+}
+
+namespace {
+
+// The device byte ranges [begin, end) a file occupies, from filefrag.
+std::vector<std::pair<uint64_t, uint64_t>> file_extents(const std::string& path) {
+  const auto r = run("filefrag -e -b4096 " + path);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long long idx, lo, hi, plo, phi;
+    if (std::sscanf(line.c_str(), " %llu: %llu.. %llu: %llu.. %llu:", &idx, &lo, &hi, &plo, &phi) == 5)
+      out.emplace_back(plo * 4096, (phi + 1) * 4096);
+  }
+  REQUIRE_FALSE(out.empty());
+  return out;
+}
+
+bool inside(const std::vector<std::pair<uint64_t, uint64_t>>& extents, uint64_t offset, uint64_t length) {
+  for (const auto& [b, e] : extents)
+    if (offset >= b && offset + length <= e) return true;
+  return false;
+}
+
+uint64_t metadata_count(const std::string& path, const std::string& key) {
+  format::TraceReader last(path);
+  REQUIRE(last.index());
+  const auto it = last.metadata().find(key);
+  if (it == last.metadata().end()) FAIL("no " << key << " in " << path);
+  return std::stoull(it->second);
+}
+
+}  // namespace
+
+TEST_CASE("record leaves out the IOs it causes itself and counts them", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20), other(64u << 20);
+  Ext4 fs(loop, dir.path(), "no_prefetch_block_bitmaps");
+  const std::string trace = fs.path() + "/self.iot";
+  quiet_stat(loop);
+  BlkTrace tracer(loop, /*keep_merges=*/true);
+  uint64_t before_stop = 0;
+  {
+    // The file system holds the trace and nothing else. Reads of another
+    // device keep the recorder writing: every 200 ms a write, its fdatasync's
+    // flushes and (the file grows) a journal commit.
+    Recording rec("ebpf", loop.path(), trace, dir.file("r.log"),
+                  {"-d", other.path(), "--flush-interval", "200ms", "--duration", "5s"});
+    Process fio({"fio", "--name=keep-busy", "--filename=" + other.path(), "--direct=1", "--ioengine=psync",
+                 "--rw=randread", "--bs=4k", "--rate_iops=200", "--runtime=4", "--time_based"},
+                dir.file("fio.log"));
+    REQUIRE(fio.wait() == 0);
+    before_stop = tracer.completed_requests().size();
+    REQUIRE(rec.process().wait() == 0);
+  }
+  INFO(read_file(dir.file("r.log")));
+  const auto t = read_trace({trace}, loop.dev_major(), loop.dev_minor());
+  CHECK(t.all.size() - t.other_device == 0);  // the other device's reads only
+  CHECK(t.other_device > 500);
+  const auto own = file_extents(trace);
+  uint64_t writes_in_trace = 0, other_writes = 0, flushes = 0;
+  const auto requests = tracer.completed_requests();
+  for (const auto& r : requests) {
+    if (r.op == 'N') ++flushes;
+    else if (r.op == 'W') ++(inside(own, r.offset, r.length) ? writes_in_trace : other_writes);
+  }
+  INFO(requests.size() << " requests traced (" << before_stop << " before the stop): " << writes_in_trace
+                       << " writes to the trace, " << other_writes << " other writes (the journal's), " << flushes
+                       << " flushes");
+  WARN("self: " << requests.size() << " requests traced (" << before_stop << " before the stop): "
+                 << writes_in_trace << " writes to the trace, " << other_writes << " other writes, " << flushes
+                 << " flushes; " << metadata_count(trace, "capture.self_ios") << " left out");
+  CHECK(writes_in_trace >= 10);
+  CHECK(other_writes >= 10);
+  CHECK(flushes >= 10);
+  const uint64_t self = metadata_count(trace, "capture.self_ios");
+  CHECK(metadata_count(trace, "capture.self_ios." + loop.name()) == self);
+  CHECK(metadata_count(trace, "capture.self_ios." + other.name()) == 0);
+  CHECK(metadata_count(trace, "capture.self_bytes." + loop.name()) > 0);
+  // Every request until the reads ended was the recording's; closing the
+  // trace writes a few more after the capture ended.
+  CHECK(self >= before_stop);
+  CHECK(self <= requests.size());
+  CHECK(read_file(dir.file("r.log")).find("left out") != std::string::npos);
+}
+
+TEST_CASE("record on an idle device holding its trace writes only at its start and end", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  Ext4 fs(loop, dir.path(), "no_prefetch_block_bitmaps");
+  const std::string trace = fs.path() + "/idle.iot";
+  quiet_stat(loop);
+  BlkTrace tracer(loop, /*keep_merges=*/true);
+  {
+    Recording rec("ebpf", loop.path(), trace, dir.file("r.log"), {"--flush-interval", "200ms", "--duration", "4s"});
+    REQUIRE(rec.process().wait() == 0);
+  }
+  INFO(read_file(dir.file("r.log")));
+  const auto t = read_trace({trace}, loop.dev_major(), loop.dev_minor());
+  CHECK(t.all.size() == 0);
+  const auto requests = tracer.completed_requests();
+  INFO(requests.size() << " requests traced");
+  // Creating the file, syncing its directory, and closing it: no flush per
+  // interval, as the recorder's own IO no longer gives it anything to write.
+  WARN("idle: " << requests.size() << " requests traced, " << t.all.size() << " recorded, "
+                 << metadata_count(trace, "capture.self_ios") << " left out");
+  CHECK(requests.size() < 40);
+  CHECK(metadata_count(trace, "capture.self_ios") > 0);
+}
+
+TEST_CASE("record keeps exactly fio's IOs on the file system it writes its trace to", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20);
+  Ext4 fs(loop, dir.path(), "no_prefetch_block_bitmaps");
+  const std::string trace = fs.path() + "/fio.iot";
+  const std::string job = "fio --name=mix --directory=" + fs.path() +
+                          " --filename=data --size=32M --bs=4k --direct=1 --ioengine=psync --rw=randrw";
+  REQUIRE(run(job + " --create_only=1").exit_code == 0);  // the file laid out before the capture
+  REQUIRE(run("sync").exit_code == 0);
+  const QuietStat quiet = quiet_stat(loop);
+  BlkTrace tracer(loop, /*keep_merges=*/true, /*buffer_kb=*/65536);
+  {
+    Recording rec("ebpf", loop.path(), trace, dir.file("r.log"), {"--flush-interval", "200ms"});
+    const auto r = run(job + " --number_ios=3000 --rate_iops=1500");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    REQUIRE(rec.stop(SIGINT) == 0);
+  }
+  INFO(read_file(dir.file("r.log")));
+  REQUIRE(tracer.overwritten() == 0);
+  const auto t = read_trace({trace}, loop.dev_major(), loop.dev_minor());
+  const auto data = file_extents(fs.path() + "/data"), own = file_extents(trace);
+  std::multiset<Request> traced, recorded;
+  uint64_t traced_total = 0;
+  for (const auto& r : tracer.completed_requests()) {
+    if (r.complete_ns < quiet.monotonic_at_ns) continue;
+    ++traced_total;
+    if (r.op != 'N' && inside(data, r.offset, r.length)) traced.insert({r.op, r.offset, r.length});
+  }
+  uint64_t recorded_in_own = 0;
+  for (const format::Io& io : t.all) {
+    CHECK((io.flags & format::flag::kSelf) == 0);
+    if (io.op == format::Op::kWrite && inside(own, io.offset, io.length)) ++recorded_in_own;
+    if ((io.op == format::Op::kRead || io.op == format::Op::kWrite) && inside(data, io.offset, io.length))
+      recorded.insert({io.op == format::Op::kRead ? 'R' : 'W', io.offset, io.length});
+  }
+  const uint64_t self = metadata_count(trace, "capture.self_ios");
+  INFO(traced_total << " requests traced, " << t.all.size() << " recorded, " << self << " the recording's own");
+  WARN("fio: " << traced_total << " requests traced, " << traced.size() << " of fio's, " << t.all.size()
+                << " recorded, " << self << " the recording's own left out");
+  CHECK(traced.size() == 3000);
+  CHECK(recorded == traced);
+  CHECK(recorded_in_own == 0);
+  CHECK(self > 0);
+  // What the tracer saw is fio's IOs, the file system's and the recording's:
+  // the trace holds all but the last, bar the few IOs of closing the trace.
+  CHECK(t.all.size() + self <= traced_total);
+  CHECK(t.all.size() + self + 10 >= traced_total);
+}
+
+TEST_CASE("record --max-total removes the oldest parts and the rest read as one trace", "[record][ebpf]") {
+  if (!require_root("record block IOs")) return;
+  TempDir dir;
+  LoopDevice loop(64u << 20);
+  constexpr uint64_t kMax = 8192;
+  Recording rec("ebpf", loop.path(), dir.file("ring.iot"), dir.file("record.log"),
+                {"--rotate-size", "2K", "--max-total", "8K", "--flush-interval", "100ms"});
+  Process fio({"fio", "--name=ring", "--filename=" + loop.path(), "--direct=1", "--ioengine=psync", "--rw=randread",
+               "--bs=4k", "--rate_iops=1000", "--number_ios=6000"},
+              dir.file("fio.log"));
+  uint64_t worst = 0, largest_part = 0;
+  while (fio.running()) {
+    uint64_t total = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+      if (e.path().extension() == ".iot") {
+        const uint64_t size = std::filesystem::file_size(e.path(), ec);
+        total += ec ? 0 : size;
+        largest_part = std::max(largest_part, ec ? 0 : size);
+      }
+    worst = std::max(worst, total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(fio.wait() == 0);
+  REQUIRE(rec.stop(SIGINT) == 0);
+  const std::string log = read_file(dir.file("record.log"));
+  INFO(log);
+  std::vector<std::string> parts;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    if (e.path().extension() == ".iot") parts.push_back(e.path().string());
+  std::sort(parts.begin(), parts.end());
+  REQUIRE(parts.size() >= 2);
+  CHECK_FALSE(std::filesystem::exists(dir.file("ring.0000.iot")));
+  INFO("largest total on disk " << worst << " bytes, largest part " << largest_part);
+  WARN("max-total: " << parts.size() << " parts left, largest total on disk " << worst << " bytes, largest part "
+                     << largest_part);
+  CHECK(worst <= kMax + largest_part);
+  const uint64_t removed = metadata_count(parts.back(), "capture.removed_parts");
+  CHECK(removed >= 3);
+  size_t logged = 0;
+  for (size_t at = 0; (at = log.find("iotape: removed ", at)) != std::string::npos; ++at) ++logged;
+  CHECK(logged == removed);
+  // The parts left: one trace, in order, ending where the capture did.
+  format::TraceReader reader(parts);
+  format::Io io;
+  int64_t last = format::kNoTime;
+  uint64_t n = 0, unordered = 0;
+  while (reader.next(io)) {
+    unordered += io.issue_ns < last;
+    last = io.issue_ns;
+    ++n;
+  }
+  CHECK_FALSE(reader.status().damaged);
+  CHECK(unordered == 0);
+  CHECK(n > 0);
+  CHECK(n < 6000);
+  const auto info = run(iotape_binary() + " info " + [&] {
+    std::string s;
+    for (const auto& p : parts) s += p + " ";
+    return s;
+  }());
+  CHECK(info.exit_code == 0);
+  CHECK(info.output.find("removed    " + std::to_string(removed) + " older parts") != std::string::npos);
+}
+
+TEST_CASE("the recording's own IOs flagged self are left out of report and cut unless --include-self", "[record]") {
+  TempDir dir;
+  const std::string path = dir.file("flagged.iot");
+  {
+    format::TraceWriter w(path, v1::TraceHeader());
+    v1::Device d;
+    d.set_name("loop9");
+    d.set_major(7);
+    d.set_minor(9);
+    w.add_device(d);
+    for (int i = 0; i < 10; ++i) {
+      format::Io io;
+      io.issue_ns = 1'000'000'000 + i * 1'000'000;
+      io.complete_ns = io.issue_ns + 10'000;
+      io.offset = 4096u * i;
+      io.length = 4096;
+      io.op = format::Op::kWrite;
+      io.flags = i % 3 == 0 ? format::flag::kSelf : 0;  // 4 of them
+      w.append(io);
+    }
+    w.close();
+  }
+  auto report_ios = [&](const std::string& extra) {
+    const auto r = run(iotape_binary() + " report --json " + extra + " " + path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.output)["ios"].get<uint64_t>();
+  };
+  CHECK(report_ios("") == 6);
+  CHECK(report_ios("--include-self") == 10);
+  auto cut_ios = [&](const std::string& extra) {
+    const auto r = run(iotape_binary() + " cut --window 0.. -o " + dir.file("cut.iot") + " " + extra + " " + path);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    format::TraceReader reader(dir.file("cut.iot"));
+    format::Io io;
+    uint64_t n = 0, flagged = 0;
+    while (reader.next(io)) ++n, flagged += (io.flags & format::flag::kSelf) != 0;
+    return std::make_pair(n, flagged);
+  };
+  CHECK(cut_ios("") == std::make_pair(uint64_t{6}, uint64_t{0}));
+  CHECK(cut_ios("--include-self") == std::make_pair(uint64_t{10}, uint64_t{4}));
+}
+
+TEST_CASE("record with the blktrace back end leaves out the IOs it causes itself", "[record][blktrace]") {
+  if (!require_root("record block IOs")) return;
+  if (!wait_for_free_tracer()) FAIL("the blk tracer stayed busy");
+  TempDir dir;
+  LoopDevice loop(256u << 20), other(64u << 20);
+  Ext4 fs(loop, dir.path(), "no_prefetch_block_bitmaps");
+  const std::string trace = fs.path() + "/self.iot";
+  quiet_stat(loop);
+  const BlockStat before = block_stat(loop.name());
+  {
+    Recording rec("blktrace", loop.path(), trace, dir.file("r.log"),
+                  {"-d", other.path(), "--flush-interval", "200ms", "--duration", "5s"});
+    Process fio({"fio", "--name=keep-busy", "--filename=" + other.path(), "--direct=1", "--ioengine=psync",
+                 "--rw=randread", "--bs=4k", "--rate_iops=200", "--runtime=4", "--time_based"},
+                dir.file("fio.log"));
+    REQUIRE(fio.wait() == 0);
+    REQUIRE(rec.process().wait() == 0);
+  }
+  const BlockStat after = block_stat(loop.name());
+  INFO(read_file(dir.file("r.log")));
+  const auto t = read_trace({trace}, loop.dev_major(), loop.dev_minor());
+  CHECK(t.all.size() - t.other_device == 0);
+  CHECK(t.other_device > 500);
+  const uint64_t self = metadata_count(trace, "capture.self_ios." + loop.name());
+  const uint64_t device_ios = (after.write_ios - before.write_ios) + (after.flush_ios - before.flush_ios);
+  INFO(self << " IOs left out; the device counted " << device_ios << " writes and flushes");
+  CHECK(after.write_ios - before.write_ios >= 20);
+  CHECK(self >= 20);
+  CHECK(self <= device_ios + (after.read_ios - before.read_ios));
 }
 
 }  // namespace iotape::test

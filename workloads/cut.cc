@@ -17,6 +17,7 @@ namespace iotape::workloads {
 namespace {
 
 bool selected(const format::Io& io, const IoFilter& f, const v1::TraceHeader& h) {
+  if ((io.flags & format::flag::kSelf) && !f.include_self) return false;
   if (f.pid && io.pid != *f.pid) return false;
   if (f.comm && io.comm != *f.comm) return false;
   if (f.device) {

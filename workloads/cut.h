@@ -31,6 +31,7 @@ struct IoFilter {
   std::optional<format::DeviceFilter> device;
   std::optional<std::string> comm;
   std::optional<uint32_t> pid;
+  bool include_self = false;  // also IOs flagged format::flag::kSelf (the recording's own)
 };
 
 struct CutOptions {
