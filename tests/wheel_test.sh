@@ -5,7 +5,9 @@
 # chroot with no -dev package and no compiler, pip installs it into a fresh
 # virtual environment, where iotape.open().to_arrow() of the real samples'
 # imports equals `iotape cat --format csv` of the normal build BUILD_DIR, and
-# a trace iotape.write() makes there is read the same by that `iotape cat`.
+# a trace iotape.write() makes there is read the same by that `iotape cat`;
+# the developer build's package (BUILD_DIR/python-venv), when there, must fail
+# to load there for want of a shared library.
 # The chroot (debootstrap --variant=minbase, with python3 and python3-venv)
 # is made once and kept in the wheel build folder, as are the wheels of the
 # wheel's dependencies (pyarrow, downloaded from PyPI by pip on this machine)
@@ -108,6 +110,10 @@ done
 cp "$wheel" "$work/"
 cp -r "$deps" "$work/wheels"
 cp "$source_dir/tests/wheel_check.py" "$source_dir/python/tests/cat_columns.py" "$work/"
+# For contrast, the package as the developer build installs it (scripts/setup.sh
+# into BUILD_DIR/python-venv), linked to Debian's shared libraries, when there.
+dev_package=$(compgen -G "$build/python-venv/lib/python3*/site-packages/iotape" | head -1 || true)
+[[ -z $dev_package ]] || cp -r "$dev_package" "$work/dev-package"
 
 mount --bind /proc "$root/proc"
 start=$SECONDS
@@ -120,6 +126,17 @@ chroot "$root" /iotape-test/venv/bin/pip install -q --disable-pip-version-check 
   fail "pip install of the wheel in the chroot: $(cat "$tmp/pip.log")"
 installed=$(chroot "$root" /iotape-test/venv/bin/pip list --disable-pip-version-check --format=freeze)
 chroot "$root" /iotape-test/venv/bin/python /iotape-test/wheel_check.py /iotape-test/data msr vscsi blktrace
+if [[ -n $dev_package ]]; then
+  mkdir "$work/dev"
+  mv "$work/dev-package" "$work/dev/iotape"
+  if dev_import=$(chroot "$root" /bin/sh -c \
+      'cd /iotape-test/dev && /iotape-test/venv/bin/python -c "import iotape._ext"' 2>&1); then
+    fail "the developer build's extension loads in the chroot too, which then proves nothing"
+  fi
+  [[ $dev_import == *"cannot open shared object file"* ]] ||
+    fail "the developer build's extension fails in the chroot, not for a missing library: $dev_import"
+  echo "the developer build's extension does not load there: ${dev_import##*$'\n'}"
+fi
 umount "$root/proc"
 echo "Debian $release chroot ($glibc), no -dev package, no compiler: pip installed $(grep -E '^(iotape|pyarrow)==' <<<"$installed" | tr '\n' ' ')in $((SECONDS - start)) s"
 
