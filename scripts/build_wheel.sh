@@ -44,8 +44,9 @@ installed=$(dpkg-query -W -f='${Version}' libprotobuf-dev)
 if [[ ! -f $pb_lib ]]; then
   tarball=$build/protobuf_$pb_version.orig.tar.gz
   if [[ ! -f $tarball ]]; then
-    curl -fsSL -o "$tarball.tmp" \
-      "${IOTAPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}/pool/main/p/protobuf/protobuf_$pb_version.orig.tar.gz"
+    "$venv/bin/python" -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' \
+      "${IOTAPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}/pool/main/p/protobuf/protobuf_$pb_version.orig.tar.gz" \
+      "$tarball.tmp"
     mv "$tarball.tmp" "$tarball"
   fi
   echo "$pb_sha256  $tarball" | sha256sum -c --quiet
