@@ -9,32 +9,8 @@ import pyarrow as pa
 import pytest
 
 import iotape
+from cat_columns import first_difference
 from conftest import cat_csv, iotape as run_iotape, report
-
-
-def expected_columns(rows):
-    """The CSV rows as the Arrow columns must read them (unknown -> None)."""
-    def num(v, unknown=None):
-        return None if v == unknown else int(v)
-
-    return {
-        "index": [int(r["index"]) for r in rows],
-        "device": [int(r["device"]) for r in rows],
-        "device_name": [r["device_name"] or None for r in rows],
-        "op": [r["op"] for r in rows],
-        "flags": [int(r["flag_bits"]) for r in rows],
-        "offset": [int(r["offset"]) for r in rows],
-        "length": [int(r["length"]) for r in rows],
-        "queue_ns": [num(r["queue_ns"], "") for r in rows],
-        "issue_ns": [int(r["issue_ns"]) for r in rows],
-        "complete_ns": [num(r["complete_ns"], "") for r in rows],
-        "status": [int(r["status"]) for r in rows],
-        "pid": [num(r["pid"], "0") for r in rows],
-        "comm": [r["comm"] or None for r in rows],
-        "cpu": [num(r["cpu"], "-1") for r in rows],
-        "cgroup": [num(r["cgroup"], "0") for r in rows],
-        "source_index": [num(r["source_index"], "-1") for r in rows],
-    }
 
 
 def assert_equals_cat(paths):
@@ -42,12 +18,9 @@ def assert_equals_cat(paths):
     assert table.schema == iotape.SCHEMA
     rows = cat_csv(paths)
     assert table.num_rows == len(rows) > 0
-    want = expected_columns(rows)
-    for name in iotape.COLUMNS:
-        got = table.column(name).to_pylist()
-        if got != want[name]:
-            i = next(i for i, (a, b) in enumerate(zip(got, want[name])) if a != b)
-            pytest.fail(f"{paths}: column {name} differs first at row {i}: {got[i]!r} != {want[name][i]!r}")
+    difference = first_difference(table, rows, iotape.COLUMNS)
+    if difference:
+        pytest.fail(f"{paths}: {difference}")
     return table
 
 
