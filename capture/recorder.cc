@@ -153,6 +153,36 @@ void write_closing_counts(observer::Backend& b, TraceOutput& out, RecordResult& 
   out.set_metadata("capture.uncompleted_ios", std::to_string(r.uncompleted));
 }
 
+// What record says before it starts: the devices, the back end's hooks, the file.
+void announce(const std::vector<observer::BlockDevice>& devices, observer::Backend& backend, const std::string& path,
+              std::vector<std::string> notes, const RecordCallbacks& cb) {
+  if (!cb.note) return;
+  std::string names;
+  for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
+  for (const auto& [k, v] : backend.metadata()) notes.push_back(k + ": " + v);
+  notes.push_back(fmt::format("recording {} with {} to {}", names, backend.detail(), path));
+  for (const auto& n : notes) cb.note(n);
+}
+
+// Why the capture stops after `elapsed_ns`; empty while it goes on.
+std::string stop_reason(const std::atomic<bool>& stop, const RecordOptions& o, int64_t elapsed_ns) {
+  if (stop.load(std::memory_order_relaxed)) return "signal";
+  if (o.duration_ns && elapsed_ns >= o.duration_ns) return "duration";
+  return {};
+}
+
+// The result's counts of what was written, left out and removed.
+void fill_result(const TraceOutput& out, const SelfTraffic& self, RecordResult& r) {
+  r.ios = out.ios();
+  r.self_ios = self.ios();
+  r.self_bytes = self.bytes();
+  r.self_detail = self.describe();
+  r.removed_parts = out.removed_parts();
+  r.removed_bytes = out.removed_bytes();
+  r.file_bytes = out.file_bytes();
+  r.paths = out.paths();
+}
+
 }  // namespace
 
 RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const RecordCallbacks& cb) {
@@ -168,12 +198,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   output.writer.on_sync = [&self](int64_t begin, int64_t end) { self.add_sync(begin, end); };
   TraceOutput out(output, make_header(o, devices, *backend, chosen));
 
-  std::string names;
-  for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
-  for (const auto& [k, v] : backend->metadata()) notes.push_back(k + ": " + v);
-  notes.push_back(fmt::format("recording {} with {} to {}", names, backend->detail(), out.paths().front()));
-  if (cb.note)
-    for (const auto& n : notes) cb.note(n);
+  announce(devices, *backend, out.paths().front(), std::move(notes), cb);
 
   RecordResult r;
   uint64_t seen = 0, bytes = 0, dropped = 0;
@@ -219,14 +244,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
       }
       count_dropped(*backend, out, dropped);
       out.tick(now);
-      if (stop.load(std::memory_order_relaxed)) {
-        r.stop_reason = "signal";
-        break;
-      }
-      if (o.duration_ns && now - start >= o.duration_ns) {
-        r.stop_reason = "duration";
-        break;
-      }
+      if (r.stop_reason = stop_reason(stop, o, now - start); !r.stop_reason.empty()) break;
       if (cb.progress && now - last_progress >= 1'000'000'000) {
         cb.progress(RecordProgress{now - start, seen, bytes, dropped, out.file_bytes()});
         last_progress = now;
@@ -245,15 +263,8 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
     r.write_failed = true;
     r.stop_reason = e.what();
   }
-  r.ios = out.ios();
   r.dropped = dropped;
-  r.self_ios = self.ios();
-  r.self_bytes = self.bytes();
-  r.self_detail = self.describe();
-  r.removed_parts = out.removed_parts();
-  r.removed_bytes = out.removed_bytes();
-  r.file_bytes = out.file_bytes();
-  r.paths = out.paths();
+  fill_result(out, self, r);
   return r;
 }
 

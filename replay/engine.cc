@@ -76,7 +76,7 @@ class Ring {
     while (entries < max_in_flight * 2 && entries < 4096) entries *= 2;
     // One thread owns the ring, so completions can wait until it asks for them
     // (DEFER_TASKRUN) instead of interrupting it; kernels before 6.1 refuse
-    // that with EINVAL and get the plain ring.
+    // that with EINVAL and get the plain ring, without the flags they lack.
     unsigned flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
                      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
     for (;;) {
@@ -88,7 +88,9 @@ class Ring {
       if (r == -EINVAL && (flags & IORING_SETUP_DEFER_TASKRUN)) {
         flags &= ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER);
       } else if (r == -EINVAL && (flags & IORING_SETUP_COOP_TASKRUN)) {
-        flags &= ~IORING_SETUP_COOP_TASKRUN;
+        flags &= ~IORING_SETUP_COOP_TASKRUN;  // 5.19
+      } else if (r == -EINVAL && (flags & IORING_SETUP_SUBMIT_ALL)) {
+        flags &= ~IORING_SETUP_SUBMIT_ALL;  // 5.18: before it, a batch stops at an SQE that fails to submit
       } else {
         throw format::error_errno("io_uring", "cannot set up a ring", -r);
       }
@@ -127,13 +129,13 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 struct UringEngine::Impl {
   Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
-  void prepare(const ReplayIo& io, uint32_t tag);
+  bool prepare(const ReplayIo& io, uint32_t tag);
   int64_t submit();
   void reap(std::vector<Completion>& out);
   void wait(int64_t deadline_ns, int64_t poll_ns);
 
   io_uring_sqe* get_sqe();
-  void discard(const ReplayIo& io, uint32_t tag);
+  bool discard(const ReplayIo& io, uint32_t tag);  // true: done by ioctl, at once
   bool probe_uring_discard();
   uint64_t write_offset(uint64_t length);
   void complete_now(uint32_t tag, int32_t status) { immediate_.push_back({tag, status, 0}); }
@@ -216,7 +218,7 @@ uint64_t UringEngine::Impl::write_offset(uint64_t length) {
   return write_cursor_;
 }
 
-void UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
+bool UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
   const Target& t = targets_[io.target];
   if (!t.block) {
     io_uring_sqe* sqe = get_sqe();
@@ -224,7 +226,7 @@ void UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
                             static_cast<off_t>(io.offset), static_cast<off_t>(io.length));
     sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
-    return;
+    return false;
   }
   if (uring_discard_) {
     io_uring_sqe* sqe = get_sqe();
@@ -234,20 +236,21 @@ void UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
     sqe->addr3 = io.length;
     sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
-    return;
+    return false;
   }
   uint64_t range[2] = {io.offset, io.length};
   const int r = ::ioctl(t.fd, BLKDISCARD, range);
   complete_now(tag, r == 0 ? 0 : -errno);
+  return true;
 }
 
-void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
+bool UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
   // The plan already refused such IOs; this guard keeps any bug from writing
   // past the end. An IO of no bytes (a flush) touches no offset: under --fit
   // fail it keeps its recorded one, wherever that is.
   if (io.length && io.offset + io.length > targets_[io.target].size) {
     complete_now(tag, -ERANGE);
-    return;
+    return false;
   }
   const int file = static_cast<int>(io.target);
   const off_t off = static_cast<off_t>(io.offset);
@@ -262,7 +265,7 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
   const bool transfer = op == format::Op::kRead || op == format::Op::kWrite;
   if (transfer && io.length > kMaxTransfer) {  // the kernel would move only part of it
     complete_now(tag, -EINVAL);
-    return;
+    return false;
   }
   io_uring_sqe* sqe;
   switch (op) {
@@ -298,14 +301,14 @@ void UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
                               static_cast<off_t>(io.length));
       break;
     case format::Op::kDiscard:
-      discard(io, tag);
-      return;
+      return discard(io, tag);
     default:
       complete_now(tag, -EOPNOTSUPP);
-      return;
+      return false;
   }
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, user_data(tag, transfer ? len : kAnyResult));
+  return false;
 }
 
 int64_t UringEngine::Impl::submit() {
@@ -384,7 +387,7 @@ UringEngine::~UringEngine() = default;
 UringEngine::UringEngine(UringEngine&&) noexcept = default;
 UringEngine& UringEngine::operator=(UringEngine&&) noexcept = default;
 
-void UringEngine::prepare(const ReplayIo& io, uint32_t tag) { impl_->prepare(io, tag); }
+bool UringEngine::prepare(const ReplayIo& io, uint32_t tag) { return impl_->prepare(io, tag); }
 int64_t UringEngine::submit() { return impl_->submit(); }
 void UringEngine::reap(std::vector<Completion>& out) { impl_->reap(out); }
 void UringEngine::wait(int64_t deadline_ns, int64_t poll_ns) { impl_->wait(deadline_ns, poll_ns); }

@@ -48,8 +48,11 @@ class UringEngine {
 
   // Queues `io` under `tag` for the next submit(). Operations the target
   // cannot express complete at once with a negative errno (see reap()).
+  // Returns true when `io` was carried out during the call (a discard by
+  // ioctl, on kernels before io_uring's discard command): its issue time is
+  // before the call returned, not at submit().
   // REQUIRES: io.length <= max_length.
-  void prepare(const ReplayIo& io, uint32_t tag);
+  bool prepare(const ReplayIo& io, uint32_t tag);
   // Submits everything prepared; returns the time it was handed to the
   // kernel (monotonic_ns()), the IOs' issue time.
   int64_t submit();

@@ -124,7 +124,10 @@ IssueLoop::Admitted IssueLoop::admit(int64_t now) {
     const auto slot = static_cast<uint32_t>(next_seq_ % kSlots);
     slots_[slot] = Slot{.io = next_, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight_ + 1)};
     next_held_ = false;
-    engine_.prepare(next_, slot);
+    // An IO the engine carries out at once (a discard by ioctl) was issued
+    // then, not at the submission that follows.
+    const int64_t before = next_.op == format::Op::kDiscard ? host::monotonic_ns() : 0;
+    if (engine_.prepare(next_, slot)) slots_[slot].issue_ns = before;
     pending_.push_back(slot);
     pending_rec_ns_ = next_.rec_time_ns;
     if (o_.qd == 0) deps_.issued(next_.rec_complete_ns, next_seq_);
@@ -138,7 +141,8 @@ IssueLoop::Admitted IssueLoop::admit(int64_t now) {
 void IssueLoop::submit() {
   if (pending_.empty()) return;
   const int64_t t = engine_.submit();
-  for (uint32_t slot : pending_) slots_[slot].issue_ns = t;
+  for (uint32_t slot : pending_)
+    if (slots_[slot].issue_ns == 0) slots_[slot].issue_ns = t;
   prog_.issued += pending_.size();
   pending_.clear();
 }

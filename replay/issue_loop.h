@@ -38,7 +38,7 @@ constexpr size_t kBatch = 4096;  // IOs per hand-over between threads
 struct Slot {
   ReplayIo io;
   int64_t ready_ns = 0;  // when the queue-depth rule and the schedule let it (and every IO before it) go
-  int64_t issue_ns = 0;  // submitted
+  int64_t issue_ns = 0;  // submitted (0 until then)
   int64_t complete_ns = format::kNoTime;
   int32_t status = 0;
   uint32_t qd = 0;  // IOs in flight when it was submitted, itself included

@@ -111,8 +111,11 @@ run() {
 	# reads its serial with a driver request, which 5.10 counts as a read.
 	out "$drive $backend stat_before $(cat /sys/block/$dev/stat)"
 	fio_job "$dev" >/tmp/job.fio
-	fio --output-format=json --output=/tmp/fio.json /tmp/job.fio >/tmp/fio.log 2>&1
+	fio --output-format=json --output=/tmp/fio.json /tmp/job.fio >/tmp/fio.log 2>&1 &
+	fio=$!
+	wait $fio
 	out "$drive $backend fio_rc $?"
+	out "$drive $backend fio_pid $fio"
 	out "$drive $backend stat_after $(cat /sys/block/$dev/stat)"
 	kill -INT $rec
 	wait $rec
@@ -123,7 +126,38 @@ run() {
 	iotape info --json /tmp/t.iot >/tmp/info.json 2>/tmp/info.log
 	out "$drive $backend info_rc $?"
 	[ -s /tmp/info.json ] && out "$drive $backend info_json $(one_line /tmp/info.json)"
+	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
+		out "$drive $backend report_json $(one_line /tmp/report.json)"
 	out "$drive $backend end"
+}
+
+# Replays the last capture onto the drive with device times, while the blk
+# tracer (record --backend blktrace) records the replay's requests: the host
+# compares the result's busy time with the tracer's.
+replay_check() {
+	drive=$1 dev=$2
+	say "$drive ($dev): replay with --times device"
+	rm -f /tmp/result.iot /tmp/blk.iot /tmp/replay.log /tmp/blk.log
+	iotape record -d /dev/$dev -o /tmp/blk.iot --backend blktrace >/tmp/blk.log 2>&1 &
+	rec=$!
+	if ! wait_recording $rec /tmp/blk.log; then
+		kill -INT $rec 2>/dev/null
+		wait $rec
+		out "$drive replay tracer_rc $?"
+		out "$drive replay end"
+		return
+	fi
+	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none \
+		-o /tmp/result.iot >/tmp/replay.log 2>&1
+	out "$drive replay replay_rc $?"
+	kill -INT $rec
+	wait $rec
+	out "$drive replay tracer_rc $?"
+	while read -r l; do out "$drive replay replay_log $l"; done </tmp/replay.log
+	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive replay result_json $(one_line /tmp/r.json)"
+	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive replay result_info $(one_line /tmp/ri.json)"
+	iotape report --json /tmp/blk.iot >/tmp/b.json 2>/dev/null && out "$drive replay tracer_json $(one_line /tmp/b.json)"
+	out "$drive replay end"
 }
 
 out "- - kernel $(uname -r)"
@@ -138,5 +172,6 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 	for backend in $(echo "$BACKENDS" | tr , ' '); do
 		run "$drive" "$backend" "$dev"
 	done
+	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev"
 done
 out "- - done"
