@@ -463,8 +463,12 @@ class BlockIoAssembler::Impl {
     // a completion is that of a request of its kind.
     const bool empty_write = ev.bytes == 0 && (ev.categories() & category::kWrite);
     const bool flush = ev.bytes == 0 && (ev.categories() & category::kFlush) && !empty_write;
+    // An empty write in flight was issued: a flush request as kernels before
+    // 4.8 made them (a write of no data with a preflush), completed as one.
     Request* r = in_flight_.first(k, [&](const Request& q) {
-      return flush ? q.op == format::Op::kFlush : q.op != format::Op::kFlush && (!empty_write || q.bytes == 0);
+      if (flush) return q.op == format::Op::kFlush;
+      if (empty_write) return q.bytes == 0 && (q.op != format::Op::kFlush || q.empty_preflush);
+      return q.op != format::Op::kFlush;
     });
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as
