@@ -591,7 +591,7 @@ def main():
     p.add_argument("--flavour", choices=sorted(FLAVOURS), default="cloud",
                    help="Debian kernel flavour (amd64 has AHCI on every series)")
     p.add_argument("--drives", default="nvme,virtio,scsi,sata,nullb")
-    p.add_argument("--backends", default="ebpf,blktrace")
+    p.add_argument("--backends", default="ebpf,blktrace,auto")
     p.add_argument("--runtime", type=int, default=3, help="seconds of fio per drive and back end")
     p.add_argument("--timeout", type=int, default=400, help="seconds one boot may take (a healthy one: 1-2 minutes)")
     p.add_argument("--update", action="store_true", help="refresh the package lists")
