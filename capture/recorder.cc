@@ -44,7 +44,8 @@ std::string random_id() {
   return s;
 }
 
-std::vector<observer::BlockDevice> select_devices(const std::vector<std::string>& specs, std::vector<std::string>& notes) {
+std::vector<observer::BlockDevice> select_devices(const std::vector<std::string>& specs,
+                                                  std::vector<std::string>& notes) {
   std::vector<observer::BlockDevice> out;
   if (specs.empty()) {
     for (auto& d : observer::all_disks()) {
@@ -81,7 +82,8 @@ std::unique_ptr<observer::Backend> make_backend(const RecordOptions& o, const ob
     return observer::make_ebpf_backend(bo);
   } catch (const format::TraceError& e) {
     std::string why = e.what();
-    if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);  // the first line: libbpf's log follows
+    // The first line: libbpf's log follows.
+    if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
     notes.push_back("the ebpf back end cannot run here (" + why + "): using the blktrace back end");
   }
   chosen = "blktrace";
@@ -158,7 +160,8 @@ void announce(const std::vector<observer::BlockDevice>& devices, observer::Backe
               std::vector<std::string> notes, const RecordCallbacks& cb) {
   if (!cb.note) return;
   std::string names;
-  for (const auto& d : devices) names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
+  for (const auto& d : devices)
+    names += fmt::format("{}{} ({}:{})", names.empty() ? "" : ", ", d.name, d.major, d.minor);
   for (const auto& [k, v] : backend.metadata()) notes.push_back(k + ": " + v);
   notes.push_back(fmt::format("recording {} with {} to {}", names, backend.detail(), path));
   for (const auto& n : notes) cb.note(n);

@@ -29,6 +29,28 @@ uint64_t file_bytes(const std::vector<std::string>& paths) {
   return total;
 }
 
+// What a capture left out of itself and removed, from its closing keys: the
+// last part's (in its header when it ended before its first chunk); a rotated
+// capture's first header has the removals up to the second part only.
+void print_capture_end(const std::vector<std::string>& traces, const format::TraceReader& reader) {
+  std::optional<format::TraceReader> last_part;
+  if (traces.size() > 1) {
+    last_part.emplace(std::vector<std::string>{traces.back()});
+    last_part->index();
+  }
+  const auto& end_keys = last_part ? last_part->metadata() : reader.metadata();
+  if (const auto& m = end_keys; m.count("capture.self_ios")) {
+    const auto bytes_it = m.find("capture.self_bytes");
+    const bool kept = m.count("capture.include_self") && m.at("capture.include_self") == "1";
+    fmt::print("self IO    {} IOs, {} bytes the recording caused itself: {}\n", m.at("capture.self_ios"),
+               bytes_it == m.end() ? std::string("?") : bytes_it->second,
+               kept ? "in the trace, flagged self (record --include-self)" : "left out");
+  }
+  if (const auto& m = end_keys; m.count("capture.removed_parts") && m.at("capture.removed_parts") != "0")
+    fmt::print("removed    {} older parts, {} bytes (record --keep/--max-total)\n", m.at("capture.removed_parts"),
+               m.count("capture.removed_bytes") ? m.at("capture.removed_bytes") : std::string("?"));
+}
+
 void run_info(const InfoOptions& o) {
   format::TraceReader reader(o.traces);
   std::optional<format::DeviceFilter> only;
@@ -88,25 +110,7 @@ void run_info(const InfoOptions& o) {
                  s.last_ns);
     fmt::print("lost       {} dropped events, {} late IOs, {} IOs with errors\n", s.dropped_events, s.late_ios,
                s.errors);
-    // A capture's closing keys are the last part's (in its header when it
-    // ended before its first chunk); a rotated capture's first header has the
-    // removals up to the second part only.
-    std::optional<format::TraceReader> last_part;
-    if (o.traces.size() > 1) {
-      last_part.emplace(std::vector<std::string>{o.traces.back()});
-      last_part->index();
-    }
-    const auto& end_keys = last_part ? last_part->metadata() : reader.metadata();
-    if (const auto& m = end_keys; m.count("capture.self_ios")) {
-      const auto bytes_it = m.find("capture.self_bytes");
-      const bool kept = m.count("capture.include_self") && m.at("capture.include_self") == "1";
-      fmt::print("self IO    {} IOs, {} bytes the recording caused itself: {}\n", m.at("capture.self_ios"),
-                 bytes_it == m.end() ? std::string("?") : bytes_it->second,
-                 kept ? "in the trace, flagged self (record --include-self)" : "left out");
-    }
-    if (const auto& m = end_keys; m.count("capture.removed_parts") && m.at("capture.removed_parts") != "0")
-      fmt::print("removed    {} older parts, {} bytes (record --keep/--max-total)\n", m.at("capture.removed_parts"),
-                 m.count("capture.removed_bytes") ? m.at("capture.removed_bytes") : std::string("?"));
+    print_capture_end(o.traces, reader);
     // A capture keeps IOs it saw only in part (see capture.* in the header): say how many lack which time.
     fmt::print("times      {} IOs with a queue time, {} with a completion time\n", s.with_queue_time,
                s.with_completion);

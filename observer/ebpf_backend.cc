@@ -202,8 +202,12 @@ class EbpfBackend final : public Backend {
     if (int err = iotrace_bpf__attach(skel_)) fail("cannot attach the BPF program", err);
     ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), on_event, this, nullptr);
     if (!ring_) fail("cannot open the ring buffer", -errno);
-    // Read-only views: the ring buffer's consumer and producer pages, the
-    // records and the slot array; the rings' positions are written too (tail).
+    map_views();
+  }
+
+  // Read-only views: the ring buffer's consumer and producer pages, the
+  // records and the slot array; the rings' positions are written too (tail).
+  void map_views() {
     page_ = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     positions_ = ::mmap(nullptr, 2 * page_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.events), 0);
     if (positions_ == MAP_FAILED) fail("cannot map the ring buffer's positions", -errno);
