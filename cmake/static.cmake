@@ -12,13 +12,7 @@ set(Protobuf_USE_STATIC_LIBS ON)
 set(OPENSSL_USE_STATIC_LIBS ON)
 set(ZLIB_USE_STATIC_LIBS ON)
 
-# libfmt-dev has no libfmt.a: its header-only mode (FMT_HEADER_ONLY) compiles
-# the formatting code into each user instead.
-find_path(IOTAPE_FMT_INCLUDE_DIR fmt/format.h REQUIRED)
-add_library(fmt::fmt INTERFACE IMPORTED)
-set_target_properties(fmt::fmt PROPERTIES
-  INTERFACE_INCLUDE_DIRECTORIES ${IOTAPE_FMT_INCLUDE_DIR}
-  INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
+include(${CMAKE_CURRENT_LIST_DIR}/fmt_header_only.cmake)
 
 # A static archive does not name the archives it needs (libbpf.a needs
 # libelf.a, which needs libz.a; libcrypto.a needs libdl): pkg-config --static

@@ -25,20 +25,8 @@ root=$wheel_build/bookworm-root
 work=$root/iotape-test
 tmp=$(mktemp -d)
 
-# Unmounts whatever is mounted at or under DIR (innermost first).
-unmount_under() {
-  local mounts
-  mounts=$(findmnt -rn -o TARGET | awk -v d="$1" '$0 == d || index($0, d "/") == 1' | sort -r)
-  [[ -z $mounts ]] || xargs -r -d '\n' umount <<<"$mounts"
-}
-cleanup() {
-  [[ ! -d $root ]] || unmount_under "$root"
-  rm -rf "$tmp" "$work"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { [[ -z ${CI:-} ]] || fail "$* (CI skips nothing)"; echo "SKIP: $*"; exit 0; }
+# shellcheck source=tests/chroot_test_support.sh
+source "$source_dir/tests/chroot_test_support.sh"
 
 start=$SECONDS
 wheel=$("$source_dir/scripts/build_wheel.sh" "$wheel_build")
