@@ -278,12 +278,7 @@ class BlockIoAssembler::Impl {
         issue(ev, k, place);
         break;
       case kRequeue:
-        if (in_flight_.front(k)) {
-          Request r = in_flight_.take_front(k);
-          r.issue_ns = format::kNoTime;
-          requeued_.put(k, std::move(r));
-          ++requeues_;
-        }
+        requeue(ev, k);
         break;
       case kComplete:
         complete(ev, k, place);
@@ -455,6 +450,20 @@ class BlockIoAssembler::Impl {
     r.completed = 0;
     r.place = place;
     in_flight_.put(k, std::move(r));
+  }
+
+  // The request sent back is one of the R's kind: at sector 0 a flush
+  // request and a discard or write of sector 0 may both be in flight, and a
+  // drive that cannot queue one beside the other (SATA: neither flushes nor
+  // TRIM are NCQ commands) requeues the one issued last.
+  void requeue(const TraceEvent& ev, Key k) {
+    const format::Op op = op_of(ev);
+    Request* r = in_flight_.first(k, [op](const Request& q) { return q.op == op; });
+    if (!r) return;
+    Request back = in_flight_.take(k, r);
+    back.issue_ns = format::kNoTime;
+    requeued_.put(k, std::move(back));
+    ++requeues_;
   }
 
   void complete(const TraceEvent& ev, Key k, const EventPlace& place) {

@@ -637,6 +637,37 @@ TEST_CASE("blktrace: a requeued flush request is issued again before the fsyncs 
                           io(format::kNoTime, 3000, 3100, format::Op::kFlush, 0, 0)});
 }
 
+TEST_CASE("blktrace: a requeue at sector 0 sends back the request of its kind", "[import][blktrace]") {
+  // As libata showed it on a SATA drive: a discard (TRIM, not NCQ) of sector
+  // 0 issued while a flush request is in flight there is deferred and
+  // requeued; then the other way round, a flush deferred behind the discard.
+  const uint32_t sdb = blk::dev(8, 16);
+  const uint32_t W = blk::kWrite, T = blk::kDiscard;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 1000, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 1100, .bytes = 65536, .action = blk::Q | W | T, .pid = 101, .device = sdb});
+  e({.time = 1200, .bytes = 65536, .action = blk::D | W | T, .pid = 101, .device = sdb});
+  e({.time = 1250, .bytes = 65536, .action = blk::R | W | T, .device = sdb});
+  e({.time = 1300, .action = blk::C | blk::kFlush, .device = sdb});
+  e({.time = 1400, .bytes = 65536, .action = blk::D | W | T, .pid = 101, .device = sdb});
+  e({.time = 1500, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 1550, .action = blk::R | blk::kFlush, .device = sdb});
+  e({.time = 1600, .bytes = 65536, .action = blk::C | W | T, .device = sdb});
+  e({.time = 1700, .action = blk::D | blk::kFlush, .pid = 58, .device = sdb});
+  e({.time = 1800, .action = blk::C | blk::kFlush, .device = sdb});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t bytes, format::Op op, uint32_t pid) {
+    return event_row("8,16", q, i, c, 0, bytes, op, 0, pid, "", pid ? 0 : -1);
+  };
+  CHECK(got.report.skipped == 0);
+  require_same(got.rows, {io(format::kNoTime, 1000, 1300, 0, format::Op::kFlush, 0),
+                          io(1100, 1400, 1600, 65536, format::Op::kDiscard, 101),
+                          io(format::kNoTime, 1700, 1800, 0, format::Op::kFlush, 0)});
+}
+
 TEST_CASE("blktrace: an fsync's empty write completing while the next flush request is in flight", "[import][blktrace]") {
   // Both complete at sector 0: the empty write's C is not the flush's.
   const uint32_t sdb = blk::dev(8, 16);
