@@ -126,6 +126,10 @@ run() {
 	iotape info --json /tmp/t.iot >/tmp/info.json 2>/tmp/info.log
 	out "$drive $backend info_rc $?"
 	[ -s /tmp/info.json ] && out "$drive $backend info_json $(one_line /tmp/info.json)"
+	# An fsync's empty write, as every kernel must show it: a write of no
+	# bytes with the preflush flag (CSV: op, flags, offset, length).
+	out "$drive $backend empty_preflush_writes $(iotape cat --format csv /tmp/t.iot |
+		awk -F, '$5 == "write" && $6 ~ /F/ && $8 == 0' | wc -l)"
 	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
 		out "$drive $backend report_json $(one_line /tmp/report.json)"
 	out "$drive $backend end"

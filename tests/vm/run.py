@@ -426,15 +426,6 @@ def fio_counts(fio):
 
 KEYS = ("reads", "writes", "discards", "flushes", "read_bytes", "write_bytes", "discard_bytes")
 
-# Open defects, as measured: a mismatch in one of these cells is printed as
-# "known" with its numbers, and does not fail the run; every other cell must
-# be exact. README's kernel table lists them.
-KNOWN = {
-    ("6.1", "nvme", "replay"): "device times on 6.1 are 2-3% shorter than the blk tracer's request intervals",
-    ("6.12", "sata", "blktrace"): "in about half the runs one discard of the blktrace back end is taken for "
-                                  "a flush",
-}
-
 
 def judge(run):
     """One run's verdict: {"result": exact|mismatch|failed, "detail": ..., counts}."""
@@ -477,6 +468,8 @@ def judge(run):
     diffs = [f"{k} trace {trace[k]} stat {stat[k]}" for k in KEYS if trace[k] != stat[k]]
     diffs += [f"{k} trace {trace[k]} fio {fio[k]}" for k in fio if trace[k] != fio[k]]
     diffs += [f"{k} {v}" for k, v in losses.items() if v]
+    if write_back and int(run.get("empty_preflush_writes", -1)) != f["syncs"]:
+        diffs.append(f"empty preflush writes {run.get('empty_preflush_writes')}, fio fsyncs {f['syncs']}")
     if trace["reads"] + trace["writes"] == 0:
         diffs.append("no IOs recorded")
     # The submitter: fio's process (its threads share its pid) for every byte
@@ -626,12 +619,7 @@ def main():
         results += r
     print_table(results)
     print("time in the VM: " + ", ".join(f"{k} {s:.0f} s" for k, s in timing.items()))
-    for r in results:
-        if r["result"] == "mismatch" and (r["kernel"], r["drive"], r["backend"]) in KNOWN:
-            print(f"known: {r['kernel']} {r['drive']} {r['backend']}: "
-                  f"{KNOWN[(r['kernel'], r['drive'], r['backend'])]} ({r['detail']})")
-            r["result"] = "known"
-    bad = [r for r in results if r["result"] not in ("exact", "n/a", "known")]
+    bad = [r for r in results if r["result"] not in ("exact", "n/a")]
     return 1 if bad else 0
 
 
