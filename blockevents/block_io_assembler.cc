@@ -474,11 +474,18 @@ class BlockIoAssembler::Impl {
     const bool flush = ev.bytes == 0 && (ev.categories() & category::kFlush) && !empty_write;
     // An empty write in flight was issued: a flush request as kernels before
     // 4.8 made them (a write of no data with a preflush), completed as one.
-    Request* r = in_flight_.first(k, [&](const Request& q) {
+    const auto of_kind = [&](const Request& q) {
       if (flush) return q.op == format::Op::kFlush;
       if (empty_write) return q.bytes == 0 && (q.op != format::Op::kFlush || q.empty_preflush);
       return q.op != format::Op::kFlush;
-    });
+    };
+    // A read and a discard may be in flight from the same sector: the C of
+    // the read is the read's (its bytes taken from the discard, they would
+    // have read as a partial completion of it). The same op first, then any
+    // request of the kind (a trace whose C events say less than its Ds).
+    const format::Op op = op_of(ev);
+    Request* r = in_flight_.first(k, [&](const Request& q) { return of_kind(q) && q.op == op; });
+    if (!r) r = in_flight_.first(k, of_kind);
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as
       // requests: forget the bio, so its queue does not grow without end.

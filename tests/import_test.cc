@@ -637,6 +637,34 @@ TEST_CASE("blktrace: a requeued flush request is issued again before the fsyncs 
                           io(format::kNoTime, 3000, 3100, format::Op::kFlush, 0, 0)});
 }
 
+TEST_CASE("blktrace: a read and a discard in flight from one sector each complete as themselves", "[import][blktrace]") {
+  // As 5.10 showed it on an NVMe drive: a 64 KiB discard, a 40 KiB read from
+  // its first sector issued and completed inside it, then a write from where
+  // the read ended. The read's C is not a partial completion of the discard.
+  const uint32_t nvme = blk::dev(259, 0);
+  const uint32_t W = blk::kWrite, S = blk::kSync, T = blk::kDiscard;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) { ev.cpu = 0; blk::append(cpu0, ev); };
+  e({.time = 1000, .sector = 295168, .bytes = 65536, .action = blk::Q | W | S | T, .pid = 138, .device = nvme});
+  e({.time = 1100, .sector = 295168, .bytes = 65536, .action = blk::D | W | S | T, .pid = 138, .device = nvme});
+  e({.time = 1200, .sector = 295168, .bytes = 40960, .action = blk::Q, .pid = 137, .device = nvme});
+  e({.time = 1300, .sector = 295168, .bytes = 40960, .action = blk::D, .pid = 137, .device = nvme});
+  e({.time = 1400, .sector = 295168, .bytes = 40960, .action = blk::C, .device = nvme});
+  e({.time = 1500, .sector = 295168, .bytes = 65536, .action = blk::C | W | S | T, .device = nvme});
+  e({.time = 1600, .sector = 295248, .bytes = 45056, .action = blk::Q | W | S, .pid = 137, .device = nvme});
+  e({.time = 1700, .sector = 295248, .bytes = 45056, .action = blk::D | W | S, .pid = 137, .device = nvme});
+  e({.time = 1800, .sector = 295248, .bytes = 45056, .action = blk::C | W | S, .device = nvme});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, format::Op op, uint32_t flags,
+               uint32_t pid) { return event_row("259,0", q, i, c, sector, bytes, op, flags, pid, "", 0); };
+  CHECK(got.report.skipped == 0);
+  require_same(got.rows, {io(1000, 1100, 1500, 295168, 65536, format::Op::kDiscard, format::flag::kSync, 138),
+                          io(1200, 1300, 1400, 295168, 40960, format::Op::kRead, 0, 137),
+                          io(1600, 1700, 1800, 295248, 45056, format::Op::kWrite, format::flag::kSync, 137)});
+}
+
 TEST_CASE("blktrace: a requeue at sector 0 sends back the request of its kind", "[import][blktrace]") {
   // As libata showed it on a SATA drive: a discard (TRIM, not NCQ) of sector
   // 0 issued while a flush request is in flight there is deferred and
