@@ -107,7 +107,16 @@ struct Piece {
   bool remainder;  // part of a request that already served another IO
   bool empty_write = false;   // an fsync's empty pre-flush write, not a flush request
   bool never_issued = false;  // completed by the flush machinery without reaching the device
+  format::Op op = format::Op::kFlush;  // of a ranged request
 };
+
+// Whether a request of op `request` can have served an IO of op `io`: a read
+// and a discard of the same range may be in flight at once, and each is its
+// own IO's. The kernel carries out a write-zeroes as writes of zeroes on a
+// device without the command.
+bool serves(format::Op request, format::Op io) {
+  return request == io || (io == format::Op::kWriteZeroes && request == format::Op::kWrite);
+}
 
 }  // namespace
 
@@ -135,8 +144,8 @@ struct DeviceTimes::State {
     // A request never issued (the empty pre-flush write of an fsync, which
     // the flush machinery completes itself) has its queue time as issue time.
     const bool never_issued = r.has_queue() && r.issue_ns == r.queue_ns;
-    const Piece p{r.offset + r.length,        r.issue_ns - offset, r.complete_ns - offset, false,
-                  r.op == format::Op::kWrite, never_issued};
+    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false, r.op == format::Op::kWrite,
+                  never_issued,      r.op};
     if (r.length > 0 && r.op != format::Op::kFlush) {
       ranged[r.device].emplace(r.offset, p);
       longest[r.device] = std::max(longest[r.device], r.length);
@@ -145,10 +154,11 @@ struct DeviceTimes::State {
     }
   }
 
-  // Claims the requests that served [a, b) on `dev` and completed within
-  // [lo, hi]; widens [first, last] by their times. Returns the parts found.
-  int claim_range(uint32_t dev, uint64_t a, uint64_t b, int64_t lo, int64_t hi, int64_t& first, int64_t& last,
-                  bool& merged) {
+  // Claims the requests of an IO of `op` that served [a, b) on `dev` and
+  // completed within [lo, hi]; widens [first, last] by their times. Returns
+  // the parts found.
+  int claim_range(uint32_t dev, format::Op op, uint64_t a, uint64_t b, int64_t lo, int64_t hi, int64_t& first,
+                  int64_t& last, bool& merged) {
     auto& m = ranged[dev];
     int parts = 0;
     uint64_t pos = a;
@@ -162,7 +172,7 @@ struct DeviceTimes::State {
         --it;
         if (it->first + reach <= pos) break;  // this piece and all before it end before `pos`
         const Piece& p = it->second;
-        if (p.end > pos && p.complete >= lo && p.complete <= hi &&
+        if (p.end > pos && serves(p.op, op) && p.complete >= lo && p.complete <= hi &&
             (best == m.end() || p.complete < best->second.complete))
           best = it;
       }
@@ -172,8 +182,8 @@ struct DeviceTimes::State {
       m.erase(best);
       const uint64_t end = std::min(p.end, b);
       // What the IO does not cover stays for the IOs that merged with it.
-      if (start < pos) m.emplace(start, Piece{pos, p.issue, p.complete, true});
-      if (p.end > b) m.emplace(b, Piece{p.end, p.issue, p.complete, true});
+      if (start < pos) m.emplace(start, Piece{pos, p.issue, p.complete, true, false, false, p.op});
+      if (p.end > b) m.emplace(b, Piece{p.end, p.issue, p.complete, true, false, false, p.op});
       merged |= p.remainder || start < pos || p.end > b;
       first = std::min(first, p.issue);
       last = std::max(last, p.complete);
@@ -233,7 +243,7 @@ struct DeviceTimes::State {
         if (pos >= io.end()) break;
         const uint64_t stop = std::min(io.end(), e->logical + e->length);
         const uint64_t phys = e->physical + (pos - e->logical);
-        parts += claim_range(dev, phys, phys + (stop - pos), lo, hi, first, last, merged);
+        parts += claim_range(dev, io.op, phys, phys + (stop - pos), lo, hi, first, last, merged);
         pos = stop;
       }
     }

@@ -5,7 +5,8 @@
 // `iotape record` (observer/backend.h), filtered to this process (its io_uring
 // workers are threads of it) plus the requests the kernel makes without a
 // submitter (flushes), and joins each request to the replayed IOs it served:
-// - by device and byte range (reads, writes, discards, write-zeroes): a
+// - by device, byte range and op (reads, writes, discards, write-zeroes,
+//   which a device without the command gets as writes): a
 //   request that served several IOs (a merge) gives each of them its times;
 //   an IO served by several requests (a split, or a file IO over several
 //   extents) takes the first issue and the last completion of its parts;
