@@ -90,19 +90,34 @@ EOF
 	fi
 }
 
+# A kernel without BTF, as iotape sees one: /sys/kernel/btf hidden under an
+# empty tmpfs. `--backend ebpf` must refuse, naming the blktrace back end.
+hide_btf() {
+	mount -t tmpfs nobtf /sys/kernel/btf || return 1
+	iotape record -d /dev/$2 -o /tmp/nobtf.iot --backend ebpf --duration 1s >/tmp/nobtf.log 2>&1
+	out "$1 $3 ebpf_rc $?"
+	out "$1 $3 ebpf_error $(tail -n 1 /tmp/nobtf.log)"
+}
+
 run() {
 	drive=$1 backend=$2 dev=$3
 	say "$drive ($dev) with --backend $backend"
 	rm -f /tmp/t.iot /tmp/record.log /tmp/fio.json /tmp/fio.log /tmp/info.json
 	out "$drive $backend device $dev"
+	flag=$backend
+	if [ "$backend" = auto-nobtf ]; then
+		flag=auto
+		hide_btf "$drive" "$dev" "$backend" || out "$drive $backend ebpf_error cannot hide /sys/kernel/btf"
+	fi
 	out "$drive $backend write_cache $(cat /sys/block/$dev/queue/write_cache)"
 	out "$drive $backend discard_max_bytes $(cat /sys/block/$dev/queue/discard_max_bytes)"
-	iotape record -d /dev/$dev -o /tmp/t.iot --backend "$backend" >/tmp/record.log 2>&1 &
+	iotape record -d /dev/$dev -o /tmp/t.iot --backend "$flag" >/tmp/record.log 2>&1 &
 	rec=$!
 	if ! wait_recording $rec /tmp/record.log; then
 		kill -INT $rec 2>/dev/null
 		wait $rec
 		out "$drive $backend record_rc $?"
+		umount /sys/kernel/btf 2>/dev/null
 		while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
 		out "$drive $backend end"
 		return
@@ -120,6 +135,7 @@ run() {
 	kill -INT $rec
 	wait $rec
 	out "$drive $backend record_rc $?"
+	umount /sys/kernel/btf 2>/dev/null
 	while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
 	while read -r l; do out "$drive $backend fio_log $l"; done </tmp/fio.log
 	[ -s /tmp/fio.json ] && out "$drive $backend fio_json $(one_line /tmp/fio.json)"
@@ -177,5 +193,6 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 		run "$drive" "$backend" "$dev"
 	done
 	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev"
+	[ "$drive" = nvme ] && run "$drive" auto-nobtf "$dev"
 done
 out "- - done"

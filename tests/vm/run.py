@@ -491,6 +491,21 @@ def judge(run):
     return out
 
 
+def judge_without_btf(run):
+    """With /sys/kernel/btf hidden: `--backend ebpf` refuses, naming the blktrace
+    back end, and `--backend auto` records with blktrace, exactly."""
+    v = judge(run)
+    if v["result"] == "failed":
+        return v
+    diffs = [v["detail"]] if v["detail"] else []
+    if run.get("ebpf_rc") in (None, "0") or "--backend blktrace" not in run.get("ebpf_error", ""):
+        diffs.append(f"--backend ebpf: exit {run.get('ebpf_rc')}, {run.get('ebpf_error', 'no error')!r}")
+    if not v.get("source_detail", "").startswith("blktrace"):
+        diffs.append(f"auto chose {v.get('source_detail') or 'nothing'}")
+    v.update(result="mismatch" if diffs else "exact", detail="; ".join(diffs))
+    return v
+
+
 def judge_replay(run):
     """A replay's verdict: device times, and its busy time within 1% of the
     blk tracer's union of request intervals over the same run."""
@@ -557,6 +572,10 @@ def run_kernel(series, apt, cache, args):
             v = judge_replay(r) if r and "end" in r else {"result": "failed", "detail": error or "no replay result"}
             v.update(kernel=label, release=kernel.release, package=name, drive=d, backend="replay")
             results.append(v)
+            r = runs.get((d, "auto-nobtf"))
+            v = judge_without_btf(r) if r and "end" in r else {"result": "failed", "detail": error or "no result"}
+            v.update(kernel=label, release=kernel.release, package=name, drive=d, backend="auto-nobtf")
+            results.append(v)
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump({"seconds": seconds, "error": error, "runs": results}, f, indent=1)
     log(f"kernel {label}: {seconds:.0f} s in the VM" + (f" ({error})" if error else ""))
@@ -564,7 +583,7 @@ def run_kernel(series, apt, cache, args):
 
 
 def print_table(results):
-    print(f"{'kernel':<10} {'drive':<7} {'backend':<9} {'result':<9} "
+    print(f"{'kernel':<10} {'drive':<7} {'backend':<10} {'result':<9} "
           f"{'reads':>7} {'writes':>7} {'discards':>8} {'flushes':>7} {'MiB r/w/d':>15}  detail")
     for r in results:
         t = r.get("trace")
@@ -575,10 +594,13 @@ def print_table(results):
         if r["result"] == "exact" and r["backend"] == "replay":
             detail = (f"device times; busy {r['busy_ns'] / 1e6:.3f} ms, blk tracer {r['tracer_busy_ns'] / 1e6:.3f} ms "
                       f"({100 * r['busy_off']:.3f}%), {r['replayed_ios']} IOs replayed")
+        elif r["result"] == "exact" and r["backend"] == "auto-nobtf":
+            detail = (f"no BTF: ebpf refused, auto took {r.get('source_detail', '')}: = stat, = fio "
+                      f"({r['fio_syncs']} fsyncs), all its bytes with fio's pid")
         elif r["result"] == "exact":
             detail = (f"= stat, = fio ({r['fio_syncs']} fsyncs), all its bytes with fio's pid; "
                       f"{r.get('source_detail', '')}")
-        print(f"{r['kernel']:<10} {r['drive']:<7} {r['backend']:<9} {r['result']:<9} {counts:>15}  {detail}")
+        print(f"{r['kernel']:<10} {r['drive']:<7} {r['backend']:<10} {r['result']:<9} {counts:>15}  {detail}")
 
 
 def main():
