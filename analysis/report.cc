@@ -98,7 +98,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
         r.sequential.add(io);
       }
       r.series.add(io);
-      r.processes.add(io);
+      r.processes.add(io, end);
     }
   }
   // A window wholly after the trace would report zeros as if measured.
