@@ -1,9 +1,21 @@
-// The week page's accumulators: the timeline's bins and hours, the offset
-// map, checked against hand-computed values.
+// The week page (`iotape report --html`) and its accumulators: the timeline's
+// bins and hours, the offset map, checked against hand-computed values; the
+// page of a synthesized working day against `report --json`, `--series-csv`
+// and `iotape cut`; a real sample; chromium's rendering.
+#include <fmt/format.h>
+
+#include <array>
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 
 #include "analysis/offset_map.h"
 #include "analysis/timeline.h"
+#include "tests/test_support.h"
 
 using namespace iotape;
 
@@ -23,6 +35,37 @@ format::Io io_at(int64_t issue, int64_t complete, uint64_t offset = 0, uint32_t 
   io.op = op;
   return io;
 }
+
+// The text of the element with this id: <td id="ID">TEXT</td>.
+std::string by_id(const std::string& page, const std::string& id) {
+  std::smatch m;
+  if (!std::regex_search(page, m, std::regex("id=\"" + id + "\"[^>]*>([^<]*)<"))) return "(no " + id + ")";
+  return m[1];
+}
+
+std::string us(const nlohmann::json& ns) { return fmt::format("{:.1f}", ns.get<double>() / 1e3); }
+std::string secs(const nlohmann::json& ns) { return fmt::format("{:.3f}", ns.get<double>() / 1e9); }
+
+// A working day: quiet at night, busy from 9 to 18 h with a peak from 14 to
+// 15 h, quiet again in the evening; phases share the 24 h by weight.
+constexpr const char* kWorkday = R"({
+  "name": "workday",
+  "description": "a workstation's day",
+  "span": "16GiB",
+  "duration": "24h",
+  "device": {"latency": "100us", "bandwidth": "200MB/s", "parallelism": 1},
+  "read": 60,
+  "sizes": {"4K": 70, "64K": 30},
+  "qd": {"1": 100},
+  "qd_run": 1,
+  "phases": [
+    {"name": "night", "weight": 9, "idle": {"probability": 100, "mean": "2s", "max": "10s"}},
+    {"name": "morning", "weight": 5, "idle": {"probability": 100, "mean": "80ms", "max": "800ms"}},
+    {"name": "peak", "weight": 1, "qd": {"1": 50, "4": 50}, "idle": {"probability": 100, "mean": "25ms", "max": "250ms"}},
+    {"name": "afternoon", "weight": 3, "idle": {"probability": 100, "mean": "80ms", "max": "800ms"}},
+    {"name": "evening", "weight": 6, "idle": {"probability": 100, "mean": "500ms", "max": "5s"}}
+  ]
+})";
 
 }  // namespace
 
@@ -113,4 +156,172 @@ TEST_CASE("offset map: rows over the device's size, or over a range that doubles
   const auto& dev1 = m.devices()[1];
   CHECK(dev1.span_bytes == 4ULL << 30);
   CHECK(dev1.counts[0 * 8 + 6] == 1);  // 3 GiB of 4 GiB: row 6 of 8
+}
+
+namespace {
+
+// The trace of a working day, synthesized once for the tests below.
+const std::string& workday_trace() {
+  static test::TempDir dir;
+  static const std::string trace = [] {
+    const std::string profile = dir.file("workday.json"), out = dir.file("workday.iot");
+    std::ofstream(profile) << kWorkday;
+    const auto r = test::run(test::iotape_binary() + " synth " + profile + " -o " + out);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return out;
+  }();
+  return trace;
+}
+
+// The rows of the page's windows table: kind -> (from, to, command).
+std::map<std::string, std::array<std::string, 3>> page_windows(const std::string& page) {
+  std::map<std::string, std::array<std::string, 3>> out;
+  const std::regex row("<tr class=\"(\\w+)\"><td>\\w+</td><td>([0-9.]+)</td><td>([0-9.]+)</td>.*?<code>([^<]*)</code>");
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), row); it != std::sregex_iterator(); ++it)
+    out[(*it)[1]] = {(*it)[2], (*it)[3], (*it)[4]};
+  return out;
+}
+
+std::string unescape(std::string s) {
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&#39;", "'"}, {"&quot;", "\""}, {"&amp;", "&"}})
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + 1)) s.replace(at, from.size(), to);
+  return s;
+}
+
+// The figures the page prints from report --json are its figures.
+void check_totals(const std::string& page, const nlohmann::json& j) {
+  for (const char* k : {"ios", "reads", "writes", "bytes_read", "bytes_written"})
+    CHECK(by_id(page, k) == std::to_string(j[k].get<uint64_t>()));
+  for (const char* k : {"busy_time_ns", "read_busy_time_ns", "write_busy_time_ns", "idle_ns"})
+    CHECK(by_id(page, k) == secs(j[k]));
+  for (const char* k : {"read", "write", "combined"})
+    CHECK(by_id(page, std::string("MBps_") + k) == fmt::format("{:.2f}", j["avg_data_rate_MBps"][k].get<double>()));
+  for (const auto& [op, l] : j["latency_ns"].items())
+    for (const char* k : {"mean", "p50", "p90", "p99", "p99_9", "max"})
+      CHECK(by_id(page, "lat_" + op + "_" + k) == us(l[k]));
+  // The first row of the process table by bytes is the JSON's first process.
+  std::smatch m;
+  REQUIRE(std::regex_search(page, m,
+                            std::regex("id=\"processes-bytes\">\\n<tr>.*?</tr>\\n<tr><td>([^<]*)</td><td>(\\d+)"
+                                       "</td><td>(\\d+)</td><td>[0-9.]+</td><td>[0-9.]+</td><td>(\\d+)</td>"
+                                       "<td>([0-9.]+)</td>")));
+  const auto& top = j["processes"][0];
+  CHECK(m[2] == std::to_string(top["pid"].get<uint32_t>()));
+  CHECK(m[3] == std::to_string(top["ios"].get<uint64_t>()));
+  CHECK(m[4] == std::to_string(top["bytes"].get<uint64_t>()));
+  CHECK(m[5] == secs(top["busy_time_ns"]));
+}
+
+}  // namespace
+
+TEST_CASE("the week page of a working day: every chart, the busiest hour, cut's windows, report's figures") {
+  const std::string& trace = workday_trace();
+  test::TempDir dir;
+  const std::string html = dir.file("day.html"), series = dir.file("series.csv");
+  const auto r = test::run(test::iotape_binary() + " report --json --by process " + trace + " --html " + html +
+                           " --series-csv " + series);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  const std::string page = test::read_file(html);
+
+  for (const char* id : {"recorded", "totals", "busy", "rates", "iops", "latency", "queue", "heatmap", "offsets",
+                         "processes", "windows"})
+    CHECK(page.find(fmt::format("<section id=\"{}\">", id)) != std::string::npos);
+  size_t svgs = 0;
+  for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) ++svgs;
+  CHECK(svgs == 7);  // 5 charts over time, the heatmap, the offset map of the one device
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("% of each 64 s with an IO outstanding") != std::string::npos);  // a day: 1 s bins doubled to 64 s
+  check_totals(page, j);
+
+  // The heatmap's busiest hour is the hour with the most IOs in the series (the
+  // peak, 14 to 15 h).
+  std::ifstream csv(series);
+  std::string line;
+  std::getline(csv, line);
+  std::map<int, uint64_t> per_hour;
+  while (std::getline(csv, line)) {
+    std::stringstream ss(line);
+    std::string t, ios;
+    std::getline(ss, t, ',');
+    std::getline(ss, ios, ',');
+    per_hour[static_cast<int>(std::stod(t) / 3600)] += std::stoull(ios);
+  }
+  const auto busiest = std::max_element(per_hour.begin(), per_hour.end(),
+                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+  CHECK(busiest->first == 14);
+  CHECK(page.find(fmt::format("id=\"busiest-hour\" class=\"note\" data-day=\"0\" data-hour=\"{}\"", busiest->first)) !=
+        std::string::npos);
+
+  // Each marked window is the one its command line takes: run it and read the
+  // window cut chose.
+  const auto windows = page_windows(page);
+  REQUIRE(windows.size() == 2);
+  for (const auto& [kind, w] : windows) {
+    const std::string command = unescape(w[2]);
+    CHECK(command == "iotape cut " + trace + " --" + kind + " -o " + kind + ".iot");
+    const auto cut = test::run("cd " + dir.path() + " && " + test::iotape_binary() + command.substr(6));
+    INFO(cut.output);
+    REQUIRE(cut.exit_code == 0);
+    CHECK(cut.output.find(fmt::format("window {}..{} s:", w[0], w[1])) != std::string::npos);
+    const auto info =
+        nlohmann::json::parse(test::run(test::iotape_binary() + " info --json " + dir.file(kind + ".iot")).output);
+    const auto chosen = nlohmann::json::parse(info["metadata"]["cut.windows"].get<std::string>());
+    CHECK(fmt::format("{:.3f}", chosen[0]["start_s"].get<double>()) == w[0]);
+    CHECK(fmt::format("{:.3f}", chosen[0]["end_s"].get<double>()) == w[1]);
+  }
+  CHECK(std::stod(windows.at("heavy")[0]) >= 14 * 3600);  // in the peak
+  CHECK(std::stod(windows.at("heavy")[1]) <= 15 * 3600);
+}
+
+TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
+  const auto sample = test::real_trace("msr-hm0-sample.csv");
+  if (!sample) return;
+  test::TempDir dir;
+  const std::string trace = dir.file("msr.iot"), html = dir.file("msr.html");
+  REQUIRE(test::run(test::iotape_binary() + " import msr " + *sample + " -o " + trace).exit_code == 0);
+  const auto r = test::run(test::iotape_binary() + " report --json --by process " + trace + " --html " + html);
+  REQUIRE(r.exit_code == 0);
+  const std::string page = test::read_file(html);
+  check_totals(page, nlohmann::json::parse(r.output));
+  CHECK(page.find("CLOCK_DOMAIN_REALTIME, wall clock known") != std::string::npos);
+  // 127 s of trace: cut's 60 s windows, the heavy one of the two whole windows
+  // and the light one the other.
+  const auto windows = page_windows(page);
+  CHECK(windows.size() == 2);
+  CHECK(page.find("id=\"offsets-0\"") != std::string::npos);
+
+  // With --device, the page's cut commands select the same device.
+  const auto info = nlohmann::json::parse(test::run(test::iotape_binary() + " info --json " + trace).output);
+  const std::string dev = info["devices"][0]["dev"];
+  const std::string one = dir.file("one.html");
+  REQUIRE(test::run(test::iotape_binary() + " report " + trace + " --device " + dev + " --html " + one).exit_code == 0);
+  const auto filtered = page_windows(test::read_file(one));
+  REQUIRE(filtered.count("heavy"));
+  CHECK(filtered.at("heavy")[2] == "iotape cut " + trace + " --heavy -o heavy.iot --device " + dev);
+  CHECK(filtered.at("heavy")[0] == windows.at("heavy")[0]);  // the sample has one device
+}
+
+TEST_CASE("the week page renders in chromium") {
+  if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the week page")) return;
+  test::TempDir dir;
+  const std::string html = dir.file("day.html");
+  REQUIRE(test::run(test::iotape_binary() + " report " + workday_trace() + " --html " + html).exit_code == 0);
+  const std::string png = std::getenv("IOTAPE_KEEP_PNG") ? std::getenv("IOTAPE_KEEP_PNG") : dir.file("page.png");
+  const auto shot = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + png +
+                              " --window-size=1400,4000 file://" + html);
+  INFO(shot.output);
+  REQUIRE(std::filesystem::exists(png));
+  const std::string bytes = test::read_file(png);
+  CHECK(bytes.compare(1, 3, "PNG") == 0);
+  // Not blank: a blank page of the same size compresses to a small fraction of
+  // a page of charts.
+  const std::string blank = dir.file("blank.html"), blank_png = dir.file("blank.png");
+  std::ofstream(blank) << "<!DOCTYPE html><html><body></body></html>";
+  test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + blank_png +
+            " --window-size=1400,4000 file://" + blank);
+  REQUIRE(std::filesystem::exists(blank_png));
+  INFO("page " << bytes.size() << " B, blank " << std::filesystem::file_size(blank_png) << " B");
+  CHECK(bytes.size() > 5 * std::filesystem::file_size(blank_png));
 }
