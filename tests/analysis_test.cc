@@ -665,22 +665,7 @@ TEST_CASE("iotape compare writes a deterministic HTML page that chromium renders
   if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the compare page"))
     return;
   const std::string png = std::getenv("IOTAPE_KEEP_PNG") ? std::getenv("IOTAPE_KEEP_PNG") : dir.file("page.png");
-  auto shot = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + png +
-                        " --window-size=1200,2000 file://" + html);
-  INFO(shot.output);
-  REQUIRE(std::filesystem::exists(png));
-  std::ifstream pin(png, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(pin)), {});
-  CHECK(bytes.compare(1, 3, "PNG") == 0);
-  // Not a single colour: a blank page of the same size, rendered the same
-  // way, compresses to a small fraction of a page of charts.
-  const std::string blank = dir.file("blank.html"), blank_png = dir.file("blank.png");
-  std::ofstream(blank) << "<!DOCTYPE html><html><body></body></html>";
-  test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + blank_png +
-            " --window-size=1200,2000 file://" + blank);
-  REQUIRE(std::filesystem::exists(blank_png));
-  INFO("page " << std::filesystem::file_size(png) << " B, blank " << std::filesystem::file_size(blank_png) << " B");
-  CHECK(std::filesystem::file_size(png) > 5 * std::filesystem::file_size(blank_png));
+  test::check_renders(html, png, "1200,2000");
 }
 
 namespace {
