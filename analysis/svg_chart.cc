@@ -326,9 +326,11 @@ std::string grid_chart_svg(const GridChart& chart) {
     for (size_t c = 0; c < columns; ++c) {
       const double v = chart.cells[r][c];
       if (v <= 0) continue;
+      // Whole pixels, so neighbouring cells meet without a seam.
       const double x = kLeft + static_cast<double>(c) * cell_w;
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"/>\n", x, y,
-                       cell_w + 0.05, chart.cell_height, shade(share(v)));
+      const long x0 = std::lround(x), x1 = std::lround(x + cell_w);
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", x0, y, x1 - x0,
+                       chart.cell_height, shade(share(v)));
       if (chart.print_values)
         s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{}\">{}</text>\n",
                          x + cell_w / 2, y + chart.cell_height / 2 + 4, share(v) > 0.5 ? "#ffffff" : "#111111",

@@ -201,8 +201,8 @@ std::string heatmap_section(const WeekPage& p) {
   const Timeline& t = *p.timeline;
   GridChart g;
   g.title = "Busy by hour of the day";
-  g.subtitle = t.wall_clock() ? "% of each hour with an IO outstanding, all devices; hours in UTC"
-                              : "% of each hour with an IO outstanding, all devices; hours from the first IO";
+  g.subtitle = std::string("% of each hour with an IO outstanding, all devices, darker = busier; ") +
+               (t.wall_clock() ? "hours in UTC" : "hours from the first IO");
   g.print_values = true;
   for (int h = 0; h < 24; ++h) g.column_labels.push_back(std::to_string(h));
   for (size_t d = 0; d < t.hours().size(); ++d) {
@@ -225,39 +225,48 @@ std::string heatmap_section(const WeekPage& p) {
   return s + "</section>\n";
 }
 
-std::string offsets_section(const WeekPage& p, const TimeAxis& axis) {
+// One device's offset map: the columns the trace reaches, labelled where a
+// tick of the time axis falls; rows up to the highest used one when the
+// header does not know the device's size (its range doubled past it).
+GridChart offset_grid(const WeekPage& p, size_t d, const TimeAxis& axis) {
   const OffsetMap& m = *p.offsets;
-  std::string s = "<section id=\"offsets\">\n<h2>Where the IOs went</h2>\n";
-  for (size_t d = 0; d < m.devices().size(); ++d) {
-    const auto& dev = m.devices()[d];
-    if (dev.counts.empty()) continue;
-    GridChart g;
-    g.title = "Offset against time: " + device_name(*p.header, d);
-    g.subtitle = fmt::format("IOs per cell ({} s by {}), darker = more, log scale; offset 0 at the bottom",
-                             short_number(m.column_ns() / 1e9), units::format_size(dev.span_bytes / m.rows()));
-    g.log_scale = true;
-    g.cell_height = 4;
-    for (size_t r = m.rows(); r-- > 0;)
-      g.row_labels.push_back(r % 16 == 0 ? units::format_size(dev.span_bytes / m.rows() * r) : "");
-    // The columns the trace reaches, labelled where a tick of the time axis
-    // falls.
-    const double column_units = static_cast<double>(m.column_ns()) / axis.ns;
-    const size_t used = std::clamp<size_t>(static_cast<size_t>(std::ceil(static_cast<double>(p.report->duration_ns()) /
-                                                                         static_cast<double>(m.column_ns()))),
-                                           1, m.columns());
-    const double tick = nice_step(static_cast<double>(used) * column_units / 8);
-    for (size_t c = 0; c < used; ++c) {
-      const double from = static_cast<double>(c) * column_units;
-      const double at = std::ceil(from / tick) * tick;
-      g.column_labels.push_back(at < from + column_units ? fmt::format("{:g}", at) : "");
-    }
-    for (size_t r = m.rows(); r-- > 0;) {
-      std::vector<double> cells;
-      for (size_t c = 0; c < used; ++c) cells.push_back(static_cast<double>(dev.counts[c * m.rows() + r]));
-      g.cells.push_back(std::move(cells));
-    }
-    s += html_figure(fmt::format("offsets-{}", d), grid_chart_svg(g));
+  const auto& dev = m.devices()[d];
+  const bool sized =
+      static_cast<int>(d) < p.header->devices_size() && p.header->devices(static_cast<int>(d)).size_bytes();
+  size_t highest = 0;
+  for (size_t i = 0; i < dev.counts.size(); ++i)
+    if (dev.counts[i]) highest = std::max(highest, i % m.rows());
+  const size_t rows = sized ? m.rows() : std::min(m.rows(), (highest / 8 + 1) * 8);
+  GridChart g;
+  g.title = "Offset against time: " + device_name(*p.header, d);
+  g.subtitle = fmt::format("IOs per cell ({} s by {}), darker = more, log scale; offset 0 at the bottom",
+                           short_number(m.column_ns() / 1e9), units::format_size(dev.span_bytes / m.rows()));
+  g.log_scale = true;
+  g.cell_height = 4 * static_cast<int>(m.rows() / rows);
+  const double column_units = static_cast<double>(m.column_ns()) / axis.ns;
+  const double duration = static_cast<double>(p.report->duration_ns());
+  const size_t used =
+      std::clamp<size_t>(static_cast<size_t>(std::ceil(duration / static_cast<double>(m.column_ns()))), 1, m.columns());
+  const double tick = nice_step(static_cast<double>(used) * column_units / 8);
+  for (size_t c = 0; c < used; ++c) {
+    const double from = static_cast<double>(c) * column_units;
+    const double at = std::ceil(from / tick) * tick;
+    g.column_labels.push_back(at < from + column_units ? fmt::format("{:g}", at) : "");
   }
+  for (size_t r = rows; r-- > 0;) {
+    g.row_labels.push_back(r % 16 == 0 ? units::format_size(dev.span_bytes / m.rows() * r) : "");
+    std::vector<double> cells;
+    for (size_t c = 0; c < used; ++c) cells.push_back(static_cast<double>(dev.counts[c * m.rows() + r]));
+    g.cells.push_back(std::move(cells));
+  }
+  return g;
+}
+
+std::string offsets_section(const WeekPage& p, const TimeAxis& axis) {
+  std::string s = "<section id=\"offsets\">\n<h2>Where the IOs went</h2>\n";
+  for (size_t d = 0; d < p.offsets->devices().size(); ++d)
+    if (!p.offsets->devices()[d].counts.empty())
+      s += html_figure(fmt::format("offsets-{}", d), grid_chart_svg(offset_grid(p, d, axis)));
   return s + fmt::format("<p class=\"note\">Columns are {}.</p>\n</section>\n", axis.name);
 }
 
