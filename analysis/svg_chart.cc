@@ -270,20 +270,22 @@ std::string line_chart_svg(const LineChart& chart) {
     const auto& l = chart.lines[i];
     const char* dash = kDash[l.colour % std::size(kDash)];
     // A NaN value is a gap: the line stops before it and starts again after.
+    // A run of one value draws nothing as a polyline: it is a dot.
     for (size_t k = 0; k < l.values.size();) {
+      const size_t first = k;
       std::string points;
       for (; k < l.values.size() && !std::isnan(l.values[k]); ++k)
         points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ",
                               px((static_cast<double>(k) + 0.5) * l.x_step), py(l.values[k]));
-      if (!points.empty())
+      if (k - first == 1)
+        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"/>\n",
+                         px((static_cast<double>(first) + 0.5) * l.x_step), py(l.values[first]),
+                         l.values.size() == 1 ? 3.5 : 2.0, series_colour(l.colour));
+      else if (k > first)
         s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
                          series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
-      for (; k < l.values.size() && std::isnan(l.values[k]); ++k) {
-      }
+      while (k < l.values.size() && std::isnan(l.values[k])) ++k;
     }
-    if (l.values.size() == 1)  // a polyline of one point draws nothing
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", px(0.5 * l.x_step),
-                       py(l.values[0]), series_colour(l.colour));
     s += legend_entry(i, l.label, l.colour, kTop + kPlotHeight + 60);
   }
   s += "</svg>\n";
