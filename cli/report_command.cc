@@ -82,7 +82,7 @@ std::vector<analysis::MarkedWindow> cut_windows(const ReportCommandOptions& o, c
     try {
       chosen = kind == std::string("heavy") ? workloads::pick_heavy(activity, 1) : workloads::pick_light(activity, 1);
     } catch (const format::UsageError& e) {
-      note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", kind, e.what());
+      if (note.find(e.what()) == std::string::npos) note += (note.empty() ? "" : "; ") + std::string(e.what());
     }
     std::string command = "iotape cut";
     for (const auto& t : o.traces) command += " " + shell_word(t);
@@ -93,6 +93,7 @@ std::vector<analysis::MarkedWindow> cut_windows(const ReportCommandOptions& o, c
       out.push_back({kind, c.activity.start_ns, c.activity.end_ns, c.activity.busy_ns, c.activity.bytes, c.activity.ios,
                      c.why, command});
   }
+  if (out.empty() && note.empty()) note = "no window of the trace holds selected IOs";
   return out;
 }
 
