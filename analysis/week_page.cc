@@ -130,6 +130,16 @@ double bin_width_ns(const Timeline& t, size_t i, int64_t span_ns) {
   return std::clamp(static_cast<double>(span_ns) - start, 1.0, static_cast<double>(t.bin_ns()));
 }
 
+// The chart, or when no line has a value a note saying why: a trace without
+// completion times has no busy time, latency or IOs in flight.
+std::string figure_or_note(const std::string& id, const LineChart& c, bool timed) {
+  for (const auto& l : c.lines)
+    if (std::any_of(l.values.begin(), l.values.end(), [](double v) { return v > 0; }))
+      return html_figure(id, line_chart_svg(c));
+  return fmt::format("<p class=\"note\" id=\"{}\">{}: nothing to draw ({}).</p>\n", id, esc(c.title),
+                     timed ? "no IOs" : "the trace has no completion times");
+}
+
 std::string over_time_sections(const WeekPage& p, const TimeAxis& axis) {
   const Timeline& t = *p.timeline;
   const Report& r = *p.report;
@@ -177,13 +187,15 @@ std::string over_time_sections(const WeekPage& p, const TimeAxis& axis) {
   }
   latency.lines = {p50, p99};
   queue.lines = {qd};
-  return "<section id=\"busy\">\n" + html_figure("busy-chart", line_chart_svg(busy)) +
-         "</section>\n<section id=\"rates\">\n" + html_figure("rates-chart", line_chart_svg(rates)) +
-         "</section>\n<section id=\"iops\">\n" + html_figure("iops-chart", line_chart_svg(iops)) +
-         "</section>\n<section id=\"latency\">\n" + html_figure("latency-chart", line_chart_svg(latency)) +
-         "<p class=\"note\">Per bin from a coarse histogram (within 12%); the totals above are exact to 0.4%.</p>\n"
-         "</section>\n<section id=\"queue\">\n" +
-         html_figure("queue-chart", line_chart_svg(queue)) + "</section>\n";
+  const bool timed = r.with_completion > 0;
+  return "<section id=\"busy\">\n" + figure_or_note("busy-chart", busy, timed) +
+         "</section>\n<section id=\"rates\">\n" + figure_or_note("rates-chart", rates, timed) +
+         "</section>\n<section id=\"iops\">\n" + figure_or_note("iops-chart", iops, timed) +
+         "</section>\n<section id=\"latency\">\n" + figure_or_note("latency-chart", latency, timed) +
+         (timed ? "<p class=\"note\">Per bin from a coarse histogram (within 12%); the totals above are exact to "
+                  "0.4%.</p>\n"
+                : "") +
+         "</section>\n<section id=\"queue\">\n" + figure_or_note("queue-chart", queue, timed) + "</section>\n";
 }
 
 std::string day_label(const Timeline& t, size_t day) {
@@ -211,17 +223,21 @@ std::string heatmap_section(const WeekPage& p) {
     for (int64_t ns : t.hours()[d]) cells.push_back(100.0 * static_cast<double>(ns) / 3.6e12);
     g.cells.push_back(std::move(cells));
   }
-  std::string s = "<section id=\"heatmap\">\n<h2>Hours</h2>\n" + html_figure("heatmap-chart", grid_chart_svg(g));
+  std::string s = "<section id=\"heatmap\">\n<h2>Hours</h2>\n";
+  if (t.hours().empty())
+    return s +
+           "<p class=\"note\" id=\"heatmap-chart\">No busy time to show by hour (no IO with a completion time)."
+           "</p>\n</section>\n";
+  s += html_figure("heatmap-chart", grid_chart_svg(g));
   size_t best_day = 0, best_hour = 0;
   for (size_t d = 0; d < t.hours().size(); ++d)
     for (size_t h = 0; h < 24; ++h)
       if (t.hours()[d][h] > t.hours()[best_day][best_hour]) best_day = d, best_hour = h;
-  if (!t.hours().empty())
-    s += fmt::format(
-        "<p id=\"busiest-hour\" class=\"note\" data-day=\"{}\" "
-        "data-hour=\"{}\">Busiest hour: {}, {:02}:00 to {:02}:00, {:.2f}% busy.</p>\n",
-        best_day, best_hour, esc(day_label(t, best_day)), best_hour, best_hour + 1,
-        100.0 * static_cast<double>(t.hours()[best_day][best_hour]) / 3.6e12);
+  s += fmt::format(
+      "<p id=\"busiest-hour\" class=\"note\" data-day=\"{}\" "
+      "data-hour=\"{}\">Busiest hour: {}, {:02}:00 to {:02}:00, {:.2f}% busy.</p>\n",
+      best_day, best_hour, esc(day_label(t, best_day)), best_hour, best_hour + 1,
+      100.0 * static_cast<double>(t.hours()[best_day][best_hour]) / 3.6e12);
   return s + "</section>\n";
 }
 
@@ -289,10 +305,12 @@ std::string processes_section(const WeekPage& p) {
   auto all = procs.top(SIZE_MAX);
   std::string s = "<section id=\"processes\">\n<h2>Processes</h2>\n" +
                   process_table("by bytes", procs.top(p.top), p.top, "processes-bytes");
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.ios > b.ios; });
-  s += process_table("by IOs", all, p.top, "processes-ios");
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.busy_ns > b.busy_ns; });
-  s += process_table("by busy time", all, p.top, "processes-busy");
+  if (all.size() > 1) {  // one process ranks the same by anything
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.ios > b.ios; });
+    s += process_table("by IOs", all, p.top, "processes-ios");
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.busy_ns > b.busy_ns; });
+    s += process_table("by busy time", all, p.top, "processes-busy");
+  }
   if (procs.approximate())
     s += "<p class=\"note\">More processes than tracked: the figures are upper bounds (report --help).</p>\n";
   return s + "</section>\n";

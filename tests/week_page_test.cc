@@ -15,6 +15,7 @@
 
 #include "analysis/offset_map.h"
 #include "analysis/timeline.h"
+#include "format/writer.h"
 #include "tests/test_support.h"
 
 using namespace iotape;
@@ -301,6 +302,57 @@ TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
   REQUIRE(filtered.count("heavy"));
   CHECK(filtered.at("heavy")[2] == "iotape cut " + trace + " --heavy -o heavy.iot --device " + dev);
   CHECK(filtered.at("heavy")[0] == windows.at("heavy")[0]);  // the sample has one device
+}
+
+TEST_CASE("the week page of a trace without completion times (CloudPhysics vscsi) says what it cannot draw") {
+  const auto sample = test::real_trace("cloudphysics-sample.vscsi");
+  if (!sample) return;
+  test::TempDir dir;
+  const std::string trace = dir.file("cp.iot"), html = dir.file("cp.html");
+  REQUIRE(test::run(test::iotape_binary() + " import vscsi " + *sample + " -o " + trace).exit_code == 0);
+  const auto r = test::run(test::iotape_binary() + " report --json --by process " + trace + " --html " + html);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j["with_completion"] == 0);
+  const std::string page = test::read_file(html);
+  check_totals(page, j);
+  for (const char* id : {"busy-chart", "latency-chart", "queue-chart"})
+    CHECK(page.find(fmt::format("<p class=\"note\" id=\"{}\">", id)) != std::string::npos);
+  CHECK(page.find("id=\"heatmap-chart\">No busy time") != std::string::npos);
+  CHECK(page.find("<figure id=\"iops-chart\">") != std::string::npos);  // IOs are counted by issue
+  CHECK(page.find("<figure id=\"offsets-0\">") != std::string::npos);
+  CHECK(page_windows(page).size() == 2);  // cut scores IO counts instead of busy time
+}
+
+TEST_CASE("the week page ranks processes by bytes, by IOs and by busy time") {
+  test::TempDir dir;
+  const std::string trace = dir.file("procs.iot"), html = dir.file("procs.html");
+  {
+    format::TraceWriter w(trace, v1::TraceHeader());
+    v1::Device d;
+    d.set_major(8);
+    w.add_device(d);
+    auto io = [&](int64_t issue, int64_t complete, uint64_t length, uint32_t pid, const char* comm) {
+      format::Io x = io_at(issue, complete);
+      x.length = length;
+      x.pid = pid;
+      x.comm = comm;
+      w.append(x);
+    };
+    io(0, kSec, 4096, 3, "slow");  // the longest busy: 1 s
+    for (int i = 0; i < 5; ++i) io(2 * kSec + i * 1000, 2 * kSec + i * 1000 + 10, 4096, 2, "many");  // most IOs
+    io(3 * kSec, 3 * kSec + 100, 1 << 20, 1, "big");                                                 // most bytes
+    w.close();
+  }
+  REQUIRE(test::run(test::iotape_binary() + " report " + trace + " --html " + html).exit_code == 0);
+  const std::string page = test::read_file(html);
+  for (const auto& [table, first] : {std::pair<std::string, std::string>{"processes-bytes", "big"},
+                                     {"processes-ios", "many"},
+                                     {"processes-busy", "slow"}}) {
+    std::smatch m;
+    REQUIRE(std::regex_search(page, m, std::regex("id=\"" + table + "\">\\n<tr>.*?</tr>\\n<tr><td>([^<]*)</td>")));
+    CHECK(m[1] == first);
+  }
 }
 
 TEST_CASE("the week page renders in chromium") {
