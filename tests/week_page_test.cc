@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -214,6 +215,26 @@ void check_totals(const std::string& page, const nlohmann::json& j) {
   CHECK(m[5] == secs(top["busy_time_ns"]));
 }
 
+// A real sample imported in `format`, its week page and report --json --by
+// process; nullopt (the test skips) without the sample.
+struct SamplePage {
+  std::string trace, page;
+  nlohmann::json json;
+};
+std::optional<SamplePage> sample_page(const test::TempDir& dir, const std::string& format, const std::string& name) {
+  const auto sample = test::real_trace(name);
+  if (!sample) return std::nullopt;
+  SamplePage out;
+  out.trace = dir.file(name + ".iot");
+  const std::string html = dir.file(name + ".html");
+  REQUIRE(test::run(test::iotape_binary() + " import " + format + " " + *sample + " -o " + out.trace).exit_code == 0);
+  const auto r = test::run(test::iotape_binary() + " report --json --by process " + out.trace + " --html " + html);
+  REQUIRE(r.exit_code == 0);
+  out.json = nlohmann::json::parse(r.output);
+  out.page = test::read_file(html);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("the week page of a working day: every chart, the busiest hour, cut's windows, report's figures") {
@@ -277,15 +298,11 @@ TEST_CASE("the week page of a working day: every chart, the busiest hour, cut's 
 }
 
 TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
-  const auto sample = test::real_trace("msr-hm0-sample.csv");
-  if (!sample) return;
   test::TempDir dir;
-  const std::string trace = dir.file("msr.iot"), html = dir.file("msr.html");
-  REQUIRE(test::run(test::iotape_binary() + " import msr " + *sample + " -o " + trace).exit_code == 0);
-  const auto r = test::run(test::iotape_binary() + " report --json --by process " + trace + " --html " + html);
-  REQUIRE(r.exit_code == 0);
-  const std::string page = test::read_file(html);
-  check_totals(page, nlohmann::json::parse(r.output));
+  const auto sample = sample_page(dir, "msr", "msr-hm0-sample.csv");
+  if (!sample) return;
+  const std::string &trace = sample->trace, &page = sample->page;
+  check_totals(page, sample->json);
   CHECK(page.find("CLOCK_DOMAIN_REALTIME, wall clock known") != std::string::npos);
   // 127 s of trace: cut's 60 s windows, the heavy one of the two whole windows
   // and the light one the other.
@@ -305,17 +322,12 @@ TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
 }
 
 TEST_CASE("the week page of a trace without completion times (CloudPhysics vscsi) says what it cannot draw") {
-  const auto sample = test::real_trace("cloudphysics-sample.vscsi");
-  if (!sample) return;
   test::TempDir dir;
-  const std::string trace = dir.file("cp.iot"), html = dir.file("cp.html");
-  REQUIRE(test::run(test::iotape_binary() + " import vscsi " + *sample + " -o " + trace).exit_code == 0);
-  const auto r = test::run(test::iotape_binary() + " report --json --by process " + trace + " --html " + html);
-  REQUIRE(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.output);
-  REQUIRE(j["with_completion"] == 0);
-  const std::string page = test::read_file(html);
-  check_totals(page, j);
+  const auto sample = sample_page(dir, "vscsi", "cloudphysics-sample.vscsi");
+  if (!sample) return;
+  REQUIRE(sample->json["with_completion"] == 0);
+  const std::string& page = sample->page;
+  check_totals(page, sample->json);
   for (const char* id : {"busy-chart", "latency-chart", "queue-chart"})
     CHECK(page.find(fmt::format("<p class=\"note\" id=\"{}\">", id)) != std::string::npos);
   CHECK(page.find("id=\"heatmap-chart\">No busy time") != std::string::npos);
