@@ -82,6 +82,8 @@ class Timeline {
   // Where row 0 starts: with a wall clock the Unix time of its midnight
   // (UTC), else 0 (the origin).
   int64_t first_day_unix_ns() const { return wall_clock_ ? day_zero_ns_ + to_unix_ns_ : 0; }
+  // The same in trace time: the hours' grid starts here.
+  int64_t first_day_ns() const { return day_zero_ns_; }
 
  private:
   Bin& bin(size_t i);

@@ -316,15 +316,25 @@ std::string processes_section(const WeekPage& p) {
   return s + "</section>\n";
 }
 
+// Where a time from the first IO falls in the hours' grid: "day 2 14:05", or
+// with a wall clock its UTC date and time.
+std::string when(const Timeline& t, int64_t from_first_ns) {
+  const int64_t minutes = (t.origin_ns() + from_first_ns - t.first_day_ns()) / 60'000'000'000;
+  const auto day = static_cast<size_t>(std::max<int64_t>(0, minutes / 1440));
+  return fmt::format("{} {:02}:{:02}{}", day_label(t, day), minutes % 1440 / 60, minutes % 60,
+                     t.wall_clock() ? " UTC" : "");
+}
+
 std::string windows_section(const WeekPage& p) {
   std::string s =
       "<section id=\"windows\">\n<h2>Windows to cut</h2>\n<table>\n<tr><th>window</th><th>from (s)</th>"
-      "<th>to (s)</th><th>busy (s)</th><th>MB</th><th>IOs</th><th>command</th></tr>\n";
+      "<th>to (s)</th><th>when</th><th>busy (s)</th><th>MB</th><th>IOs</th><th>command</th></tr>\n";
   for (const auto& w : p.windows)
     s += fmt::format(
-        "<tr class=\"{0}\"><td>{0}</td><td>{1:.3f}</td><td>{2:.3f}</td><td>{3:.3f}</td><td>{4:.1f}</td>"
-        "<td>{5}</td><td style=\"text-align: left\"><code>{6}</code></td></tr>\n",
-        esc(w.kind), w.start_ns / 1e9, w.end_ns / 1e9, w.busy_ns / 1e9, w.bytes / 1e6, w.ios, esc(w.command));
+        "<tr class=\"{0}\"><td>{0}</td><td>{1:.3f}</td><td>{2:.3f}</td><td>{3}</td><td>{4:.3f}</td><td>{5:.1f}</td>"
+        "<td>{6}</td><td style=\"text-align: left\"><code>{7}</code></td></tr>\n",
+        esc(w.kind), w.start_ns / 1e9, w.end_ns / 1e9, esc(when(*p.timeline, w.start_ns)), w.busy_ns / 1e9,
+        w.bytes / 1e6, w.ios, esc(w.command));
   s += "</table>\n";
   if (!p.windows_note.empty()) s += "<p class=\"note\">" + esc(p.windows_note) + "</p>\n";
   for (const auto& w : p.windows) s += "<p class=\"note\">" + esc(w.why) + "</p>\n";

@@ -295,6 +295,9 @@ TEST_CASE("the week page of a working day: every chart, the busiest hour, cut's 
   }
   CHECK(std::stod(windows.at("heavy")[0]) >= 14 * 3600);  // in the peak
   CHECK(std::stod(windows.at("heavy")[1]) <= 15 * 3600);
+  // When it is on the heatmap's grid (no wall clock: hours from the first IO, which is at 0).
+  const auto start_min = static_cast<int>(std::stod(windows.at("heavy")[0]) / 60);
+  CHECK(page.find(fmt::format("<td>day 1 {:02}:{:02}</td>", start_min / 60, start_min % 60)) != std::string::npos);
 }
 
 TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
@@ -304,6 +307,7 @@ TEST_CASE("the week page of a real sample (MSR hm_0) prints report's figures") {
   const std::string &trace = sample->trace, &page = sample->page;
   check_totals(page, sample->json);
   CHECK(page.find("CLOCK_DOMAIN_REALTIME, wall clock known") != std::string::npos);
+  CHECK(std::regex_search(page, std::regex("<td>[A-Z][a-z][a-z] \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</td>")));
   // 127 s of trace: cut's 60 s windows, the heavy one of the two whole windows
   // and the light one the other.
   const auto windows = page_windows(page);
