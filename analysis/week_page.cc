@@ -85,6 +85,11 @@ std::string recorded_section(const WeekPage& p) {
                        p.report->status.damaged ? ", damaged: " + p.report->status.message : ""),
            "losses");
   s += row("own IO", self_traffic(p.end_keys), "self");
+  if (key_or(p.end_keys, "capture.removed_parts", "0") != "0")
+    s += row("removed",
+             fmt::format("{} older parts, {} bytes (record --keep/--max-total): not in this trace",
+                         p.end_keys.at("capture.removed_parts"), key_or(p.end_keys, "capture.removed_bytes", "?")),
+             "removed");
   return s + "</table>\n</section>\n";
 }
 
