@@ -337,7 +337,7 @@ std::string windows_section(const WeekPage& p) {
   for (const auto& w : p.windows)
     s += fmt::format(
         "<tr class=\"{0}\"><td>{0}</td><td>{1:.3f}</td><td>{2:.3f}</td><td>{3}</td><td>{4:.3f}</td><td>{5:.1f}</td>"
-        "<td>{6}</td><td style=\"text-align: left\"><code>{7}</code></td></tr>\n",
+        "<td>{6}</td><td style=\"text-align: left; white-space: normal\"><code>{7}</code></td></tr>\n",
         esc(w.kind), w.start_ns / 1e9, w.end_ns / 1e9, esc(when(*p.timeline, w.start_ns)), w.busy_ns / 1e9,
         w.bytes / 1e6, w.ios, esc(w.command));
   s += "</table>\n";
