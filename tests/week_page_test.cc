@@ -118,6 +118,19 @@ TEST_CASE("timeline: busy time per device and bin, in flight, hours; bins double
   CHECK(u.bins()[2].latency.count() == 1);
 }
 
+TEST_CASE("timeline: 2048 bins make a minute's 1 s, a day's 64 s and a week's 512 s") {
+  v1::TraceHeader header;
+  for (const auto& [span, bin] : {std::pair{60 * kSec, kSec}, {24 * kHour, 64 * kSec}, {7 * 24 * kHour, 512 * kSec}}) {
+    analysis::Timeline t(header);
+    t.set_origin(0);
+    t.add(io_at(0, 1000), 1000);
+    t.add(io_at(span - kSec, span - kSec + 1000), span - kSec + 1000);
+    t.finish();
+    CHECK(t.bin_ns() == bin);
+    CHECK(t.bins().size() <= 2048);
+  }
+}
+
 TEST_CASE("timeline: with a wall clock, hours are UTC hours of the day from midnight") {
   v1::TraceHeader header;
   header.set_anchor_trace_ns(0);
