@@ -70,40 +70,47 @@ void TimeSeries::add(const format::Io& io) {
   if (io.op == format::Op::kWrite) p.bytes_written += io.length;
 }
 
-void Processes::add(const format::Io& io) {
-  Entry* e = last_ && io.pid == last_->pid && io.comm == last_->comm ? last_ : nullptr;
-  if (!e) {
+void Processes::add(const format::Io& io, int64_t end_ns) {
+  Tracked* t = last_ && io.pid == last_->entry.pid && io.comm == last_->entry.comm ? last_ : nullptr;
+  if (!t) {
     const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
     auto it = entries_.find(key);
     if (it != entries_.end()) {
-      e = &it->second;
+      t = &it->second;
     } else {
-      Entry fresh;
+      Tracked fresh;
       if (entries_.size() >= capacity_) {
-        auto victim = std::min_element(entries_.begin(), entries_.end(),
-                                       [](const auto& a, const auto& b) { return a.second.bytes < b.second.bytes; });
-        fresh.bytes = fresh.error_bytes = victim->second.bytes;
+        auto victim = std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
+          return a.second.entry.bytes < b.second.entry.bytes;
+        });
+        fresh.entry.bytes = fresh.entry.error_bytes = victim->second.entry.bytes;
+        fresh.inherited_busy_ns = victim->second.inherited_busy_ns + victim->second.busy.total_ns();
         entries_.erase(victim);
         ++evictions_;
       }
-      fresh.pid = io.pid;
-      fresh.comm = std::string(io.comm);
-      e = &entries_.emplace(key, std::move(fresh)).first->second;
+      fresh.entry.pid = io.pid;
+      fresh.entry.comm = std::string(io.comm);
+      t = &entries_.emplace(key, std::move(fresh)).first->second;
     }
-    last_ = e;
+    last_ = t;
   }
+  Entry* e = &t->entry;
   ++e->ios;
   e->bytes += io.length;
   if (io.op == format::Op::kRead) e->bytes_read += io.length;
   if (io.op == format::Op::kWrite) e->bytes_written += io.length;
   if (io.op == format::Op::kDiscard) e->bytes_discarded += io.length;
   if (io.op == format::Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
+  if (!io.never_issued()) t->busy.add(io.issue_ns, end_ns);
 }
 
 std::vector<Processes::Entry> Processes::top(size_t n) const {
   std::vector<Entry> all;
   all.reserve(entries_.size());
-  for (const auto& [k, e] : entries_) all.push_back(e);
+  for (const auto& [k, t] : entries_) {
+    all.push_back(t.entry);
+    all.back().busy_ns = t.inherited_busy_ns + t.busy.total_ns();
+  }
   std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.pid != b.pid) return a.pid < b.pid;

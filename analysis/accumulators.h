@@ -90,7 +90,8 @@ class TimeSeries {
 // tracked: beyond that the one with the fewest bytes is replaced by the
 // newcomer, which inherits its byte count as an error bound (the Space-Saving
 // algorithm), so every process with more than total/capacity bytes is found
-// and its bytes are overstated by at most `error_bytes`.
+// and its bytes are overstated by at most `error_bytes`. Its busy time (the
+// union of its own IOs' [issue, end]) inherits the evicted one's likewise.
 class Processes {
  public:
   struct Entry {
@@ -103,9 +104,12 @@ class Processes {
     uint64_t bytes_discarded = 0;     // discards and write-zeroes move no data,
     uint64_t bytes_write_zeroes = 0;  // but count in `bytes`: shown apart
     uint64_t error_bytes = 0;  // 0 unless the entry replaced an evicted one
+    int64_t busy_ns = 0;       // time with at least one of its IOs outstanding
   };
   explicit Processes(size_t capacity = 1024) : capacity_(capacity) {}
-  void add(const format::Io& io);
+  // `end_ns` as for IoTotals::add (the completion, clipped to a report's
+  // window).
+  void add(const format::Io& io, int64_t end_ns);
   // The n entries with the most bytes, ties broken by pid then comm.
   std::vector<Entry> top(size_t n) const;
   bool approximate() const { return evictions_ > 0; }
@@ -120,9 +124,14 @@ class Processes {
   struct KeyHash {
     size_t operator()(const Key& k) const { return k.comm_hash * 31 + k.pid; }
   };
+  struct Tracked {
+    Entry entry;
+    stats::BusyTime busy;  // its IOs come in issue order, as BusyTime needs
+    int64_t inherited_busy_ns = 0;
+  };
   size_t capacity_;
-  std::unordered_map<Key, Entry, KeyHash> entries_;
-  Entry* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
+  std::unordered_map<Key, Tracked, KeyHash> entries_;
+  Tracked* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
   uint64_t evictions_ = 0;
 };
 

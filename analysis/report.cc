@@ -74,6 +74,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     selection.update(reader.header());
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
+      if (o.each_io) o.each_io(io, reader.header());
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
       if ((io.flags & format::flag::kSelf) && !o.include_self) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
@@ -98,7 +99,8 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
         r.sequential.add(io);
       }
       r.series.add(io);
-      r.processes.add(io);
+      r.processes.add(io, end);
+      if (o.each_selected) o.each_selected(io, end);
     }
   }
   // A window wholly after the trace would report zeros as if measured.

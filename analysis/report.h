@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +23,12 @@ struct ReportOptions {
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
   bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
   bool include_self = false;           // also IOs flagged format::flag::kSelf (the recording's own)
+  // More accumulators in the same pass: `each_io` sees every IO read, before
+  // the selection (with the header as it stands, for its device table; with
+  // a window, chunks wholly outside it are not read);
+  // `each_selected` the IOs the report counts, with their clipped end.
+  std::function<void(const format::Io&, const v1::TraceHeader&)> each_io;
+  std::function<void(const format::Io&, int64_t end_ns)> each_selected;
 };
 
 // The totals are of the selected IOs; their ends are clipped to the window.

@@ -144,9 +144,15 @@ ordered_json report_json(const Report& r, const v1::TraceHeader& header, const O
   if (o.by_process) {
     auto procs = ordered_json::array();
     for (const auto& e : r.processes.top(o.top))
-      procs.push_back({{"pid", e.pid}, {"comm", e.comm}, {"ios", e.ios}, {"bytes", e.bytes},
-                       {"bytes_read", e.bytes_read}, {"bytes_written", e.bytes_written},
-                       {"bytes_discarded", e.bytes_discarded}, {"bytes_write_zeroes", e.bytes_write_zeroes},
+      procs.push_back({{"pid", e.pid},
+                       {"comm", e.comm},
+                       {"ios", e.ios},
+                       {"bytes", e.bytes},
+                       {"bytes_read", e.bytes_read},
+                       {"bytes_written", e.bytes_written},
+                       {"bytes_discarded", e.bytes_discarded},
+                       {"bytes_write_zeroes", e.bytes_write_zeroes},
+                       {"busy_time_ns", e.busy_ns},
                        {"error_bytes", e.error_bytes}});
     j["processes"] = procs;
     j["processes_approximate"] = r.processes.approximate();
@@ -333,12 +339,12 @@ std::string bucket_text(const Report& r) {
 std::string process_text(const Report& r, const OutputOptions& o) {
   std::string out;
   std::vector<std::vector<std::string>> rows = {
-      {"process", "pid", "IOs", "MB", "MB read", "MB written", "MB discarded", "MB write-zeroes"}};
+      {"process", "pid", "IOs", "MB", "MB read", "MB written", "MB discarded", "MB write-zeroes", "busy (s)"}};
   auto mb = [](uint64_t bytes) { return fmt::format("{:.3f}", bytes / 1e6); };
   for (const auto& e : r.processes.top(o.top))
     rows.push_back({e.comm.empty() ? "?" : e.comm, e.pid ? std::to_string(e.pid) : "?", std::to_string(e.ios),
-                    mb(e.bytes), mb(e.bytes_read), mb(e.bytes_written), mb(e.bytes_discarded),
-                    mb(e.bytes_write_zeroes)});
+                    mb(e.bytes), mb(e.bytes_read), mb(e.bytes_written), mb(e.bytes_discarded), mb(e.bytes_write_zeroes),
+                    fmt::format("{:.3f}", e.busy_ns / 1e9)});
   out += "\n" + table(rows);
   if (r.processes.approximate())
     out += "(more processes than tracked: the figures are upper bounds, see --help)\n";

@@ -37,10 +37,6 @@ struct Drive {
 
 std::string escape(const std::string& s) { return xml_escape(s); }
 
-std::string figure(const std::string& id, const std::string& svg) {
-  return "<figure id=\"" + escape(id) + "\">\n" + svg + "</figure>\n";
-}
-
 // A line per drive through the phases `keep` selects: `y_key` against `x_key`.
 XyChart phase_chart(const std::vector<Drive>& drives, const std::string& test, std::string title, std::string x_label,
                     const char* x_key, XyChart::XFormat format, bool log2, const char* y_key, std::string y_unit,
@@ -130,40 +126,41 @@ std::string sweep_section(const std::vector<Drive>& drives, const std::string& t
   if (section == ReviewSection::kSequentialBlockSizes || section == ReviewSection::kRandomBlockSizes) {
     const char* kind = section == ReviewSection::kSequentialBlockSizes ? "Sequential" : "Random";
     for (const auto& [pct, dir] : {std::pair{100.0, "read"}, std::pair{0.0, "write"}})
-      h += figure(test + "-" + dir,
-                  xy_chart_svg(phase_chart(drives, test, fmt::format("{} {} vs block size, QD4", kind, dir),
-                                           "block size", "block_size", XyChart::XFormat::kSize, true, "MBps", "MB/s",
-                                           read_is(pct))));
+      h += html_figure(
+          test + "-" + dir,
+          xy_chart_svg(phase_chart(drives, test, fmt::format("{} {} vs block size, QD4", kind, dir), "block size",
+                                   "block_size", XyChart::XFormat::kSize, true, "MBps", "MB/s", read_is(pct))));
   } else if (section == ReviewSection::kResponseTime) {
-    h += figure(test, bar_chart_svg(phase_bars(drives, test, "Response time, 512 B random at QD1 (mean)",
-                                               "mean_latency_us", "\xc2\xb5s", false)));
+    h += html_figure(test, bar_chart_svg(phase_bars(drives, test, "Response time, 512 B random at QD1 (mean)",
+                                                    "mean_latency_us", "\xc2\xb5s", false)));
   } else if (section == ReviewSection::kDatabase) {
     const auto reads = set_of(drives, test, "read_pct");
     const auto qds = set_of(drives, test, "queue_depth");
     for (double pct : {0.0, 50.0, 100.0})
       if (std::find(reads.begin(), reads.end(), pct) != reads.end())
-        h += figure(fmt::format("{}-qd-read{:g}", test, pct),
-                    xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs queue depth, {:g}% reads", pct),
-                                             "queue depth", "queue_depth", XyChart::XFormat::kNumber, true, "iops",
-                                             "IOPS", read_is(pct))));
+        h +=
+            html_figure(fmt::format("{}-qd-read{:g}", test, pct),
+                        xy_chart_svg(phase_chart(
+                            drives, test, fmt::format("Database: IOPS vs queue depth, {:g}% reads", pct), "queue depth",
+                            "queue_depth", XyChart::XFormat::kNumber, true, "iops", "IOPS", read_is(pct))));
     for (double qd : {1.0, 16.0, 256.0})
       if (std::find(qds.begin(), qds.end(), qd) != qds.end())
-        h += figure(fmt::format("{}-read-qd{:g}", test, qd),
-                    xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs read share, QD{:g}", qd),
-                                             "read share", "read_pct", XyChart::XFormat::kPercent, false, "iops",
-                                             "IOPS", qd_is(qd))));
+        h += html_figure(fmt::format("{}-read-qd{:g}", test, qd),
+                         xy_chart_svg(phase_chart(drives, test, fmt::format("Database: IOPS vs read share, QD{:g}", qd),
+                                                  "read share", "read_pct", XyChart::XFormat::kPercent, false, "iops",
+                                                  "IOPS", qd_is(qd))));
   } else if (section == ReviewSection::kServer) {
     std::string pattern = test;  // "web-server": "Web-server pattern"
     if (!pattern.empty()) pattern[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(pattern[0])));
-    h += figure(test, xy_chart_svg(phase_chart(drives, test, pattern + " pattern: IOPS vs queue depth",
-                                               "queue depth", "queue_depth", XyChart::XFormat::kNumber, true, "iops",
-                                               "IOPS", [](const json&) { return true; })));
+    h += html_figure(test, xy_chart_svg(phase_chart(drives, test, pattern + " pattern: IOPS vs queue depth",
+                                                    "queue depth", "queue_depth", XyChart::XFormat::kNumber, true,
+                                                    "iops", "IOPS", [](const json&) { return true; })));
   } else if (section == ReviewSection::kAnandTech) {
-    h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random and 128 KiB sequential", "MBps", "MB/s",
-                                               true)));
+    h += html_figure(
+        test, bar_chart_svg(phase_bars(drives, test, "4 KiB random and 128 KiB sequential", "MBps", "MB/s", true)));
   } else if (section == ReviewSection::kAlignment) {
-    h += figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random write at QD3 by offset alignment", "iops",
-                                               "IOPS", true)));
+    h += html_figure(test, bar_chart_svg(phase_bars(drives, test, "4 KiB random write at QD3 by offset alignment",
+                                                    "iops", "IOPS", true)));
     for (const auto& d : drives) {
       const ReviewTestResult* t = d.test(test);
       if (!t) continue;
@@ -191,8 +188,8 @@ std::string storage_section(const std::vector<Drive>& drives, const std::string&
   }
   for (const auto& d : drives)
     if (const ReviewTestResult* t = d.test(test)) busy.groups[0].bars.push_back({d.label, num(t->figures, "busy_s"), d.colour});
-  h += figure(test + "-rate", bar_chart_svg(rate));
-  h += figure(test + "-busy", bar_chart_svg(busy));
+  h += html_figure(test + "-rate", bar_chart_svg(rate));
+  h += html_figure(test + "-busy", bar_chart_svg(busy));
   h += "<table class=\"values\">\n<tr><th>IO breakdown</th>";
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
@@ -255,7 +252,7 @@ std::string fresh_used_figures(const std::vector<Drive>& drives, const std::stri
   }
   std::string h;
   for (size_t i = 0; i < charts.size(); ++i)
-    h += figure(fmt::format("{}-{}", test, i), paired_bar_chart_svg(charts[i]));
+    h += html_figure(fmt::format("{}-{}", test, i), paired_bar_chart_svg(charts[i]));
   return h;
 }
 
@@ -306,7 +303,7 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
       const size_t n = std::min<size_t>(v.size(), t->figures["steady_window"]["seconds"].get<size_t>());
       zoom.lines.push_back({d.label, 1, std::vector<double>(v.end() - static_cast<long>(n), v.end()), d.colour});
     }
-    h += figure(test + "-log", line_chart_svg(all)) + figure(test + "-zoom", line_chart_svg(zoom));
+    h += html_figure(test + "-log", line_chart_svg(all)) + html_figure(test + "-zoom", line_chart_svg(zoom));
     h += "<table class=\"values\">\n<tr><th>drive</th><th>steady state IOPS (mean)</th><th>standard deviation</th>"
          "<th>mean / deviation</th></tr>\n";
     for (const auto& d : drives)
@@ -334,7 +331,7 @@ std::string bench_section(const std::vector<Drive>& drives, const std::string& t
       }
       h += "</tr>\n";
     }
-    h = figure(test, bar_chart_svg(c)) + h + "</table>\n";
+    h = html_figure(test, bar_chart_svg(c)) + h + "</table>\n";
   } else if (section == ReviewSection::kFreshVsUsed) {
     h += fresh_used_figures(drives, test, "measurements", "Fresh vs used");
     h += fresh_used_table(drives, test, "measurements", "test");
@@ -551,7 +548,7 @@ std::string write_amplification_section(const std::vector<Drive>& drives, const 
     for (const auto& [name, title] : tests)
       if (const ReviewTestResult* t = d.test(name); t && t->write_amplification)
         c.groups[0].bars.push_back({name, t->write_amplification->estimate, d.colour});
-    h += figure("wa-" + std::to_string(d.colour), bar_chart_svg(c));
+    h += html_figure("wa-" + std::to_string(d.colour), bar_chart_svg(c));
   }
   h += "</section>\n";
 

@@ -28,7 +28,8 @@ std::string fit(const std::string& label, int pixels) {
   return label.substr(0, cut) + "\xe2\x80\xa6";  // an ellipsis
 }
 
-// 1, 2 or 5 times a power of ten, at least `raw`.
+}  // namespace
+
 double nice_step(double raw) {
   if (raw <= 0) return 1;
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
@@ -36,6 +37,8 @@ double nice_step(double raw) {
     if (m * p >= raw) return m * p;
   return 10 * p;
 }
+
+namespace {
 
 std::string svg_open(int height, const std::string& title) {
   return fmt::format(
@@ -87,6 +90,10 @@ std::string html_page_head(const std::string& title) {
          "svg { max-width: 100%; height: auto; }\n"
          "p.note { font-size: 12px; color: #444444; }\n"
          "</style>\n</head>\n<body>\n";
+}
+
+std::string html_figure(const std::string& id, const std::string& svg) {
+  return "<figure id=\"" + xml_escape(id) + "\">\n" + svg + "</figure>\n";
 }
 
 std::string short_number(double v) {
@@ -252,19 +259,93 @@ std::string line_chart_svg(const LineChart& chart) {
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#444444\">{}</text>\n", kTop - 10, xml_escape(chart.y_unit));
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n", kLeft,
                    kTop, plot_w, kPlotHeight);
+  for (const auto& b : chart.bands) {
+    const double x0 = px(b.from), w = std::max(2.0, px(b.to) - x0);
+    s += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.25\"/>\n",
+                     x0, kTop, w, kPlotHeight, series_colour(b.colour));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"{}\">{}</text>\n", x0 + 2, kTop + 12,
+                     series_colour(b.colour), xml_escape(b.label));
+  }
   for (size_t i = 0; i < chart.lines.size(); ++i) {
     const auto& l = chart.lines[i];
-    std::string points;
-    for (size_t k = 0; k < l.values.size(); ++k)
-      points += fmt::format("{}{:.1f},{:.1f}", k ? " " : "", px((static_cast<double>(k) + 0.5) * l.x_step), py(l.values[k]));
     const char* dash = kDash[l.colour % std::size(kDash)];
-    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
-                     series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
-    if (l.values.size() == 1)  // a polyline of one point draws nothing
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", px(0.5 * l.x_step),
-                       py(l.values[0]), series_colour(l.colour));
+    // A NaN value is a gap: the line stops before it and starts again after.
+    // A run of one value draws nothing as a polyline: it is a dot.
+    for (size_t k = 0; k < l.values.size();) {
+      const size_t first = k;
+      std::string points;
+      for (; k < l.values.size() && !std::isnan(l.values[k]); ++k)
+        points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ",
+                              px((static_cast<double>(k) + 0.5) * l.x_step), py(l.values[k]));
+      if (k - first == 1)
+        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"/>\n",
+                         px((static_cast<double>(first) + 0.5) * l.x_step), py(l.values[first]),
+                         l.values.size() == 1 ? 3.5 : 2.0, series_colour(l.colour));
+      else if (k > first)
+        s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>\n",
+                         series_colour(l.colour), *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "", points);
+      while (k < l.values.size() && std::isnan(l.values[k])) ++k;
+    }
     s += legend_entry(i, l.label, l.colour, kTop + kPlotHeight + 60);
   }
+  s += "</svg>\n";
+  return s;
+}
+
+namespace {
+
+// White to dark blue by share (0..1).
+std::string shade(double share) {
+  share = std::clamp(share, 0.0, 1.0);
+  auto mix = [&](int from, int to) { return static_cast<int>(std::lround(from + (to - from) * share)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(255, 8), mix(255, 48), mix(255, 107));
+}
+
+}  // namespace
+
+std::string grid_chart_svg(const GridChart& chart) {
+  constexpr int kLeft = 96, kRight = 24, kTop = 58;
+  const size_t rows = chart.cells.size(), columns = rows ? chart.cells[0].size() : 0;
+  const double cell_w = columns ? static_cast<double>(kWidth - kLeft - kRight) / static_cast<double>(columns) : 0;
+  const int plot_h = static_cast<int>(rows) * chart.cell_height;
+  const int height = kTop + plot_h + 34;
+  double max_v = 0;
+  for (const auto& row : chart.cells)
+    for (double v : row) max_v = std::max(max_v, v);
+  auto share = [&](double v) {
+    if (max_v <= 0) return 0.0;
+    return chart.log_scale ? std::log10(1 + v) / std::log10(1 + max_v) : v / max_v;
+  };
+  std::string s = svg_open(height, chart.title);
+  s +=
+      fmt::format("<text x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", xml_escape(chart.title));
+  s += fmt::format("<text x=\"12\" y=\"44\" fill=\"#444444\">{}</text>\n", xml_escape(chart.subtitle));
+  for (size_t r = 0; r < rows; ++r) {
+    const int y = kTop + static_cast<int>(r) * chart.cell_height;
+    if (r < chart.row_labels.size() && !chart.row_labels[r].empty())
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"11\">{}</text>\n", kLeft - 6,
+                       y + chart.cell_height / 2 + 4, xml_escape(chart.row_labels[r]));
+    for (size_t c = 0; c < columns; ++c) {
+      const double v = chart.cells[r][c];
+      if (v <= 0) continue;
+      // Whole pixels, so neighbouring cells meet without a seam.
+      const double x = kLeft + static_cast<double>(c) * cell_w;
+      const long x0 = std::lround(x), x1 = std::lround(x + cell_w);
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", x0, y, x1 - x0,
+                       chart.cell_height, shade(share(v)));
+      if (chart.print_values)
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"{}\">{}</text>\n",
+                         x + cell_w / 2, y + chart.cell_height / 2 + 4, share(v) > 0.5 ? "#ffffff" : "#111111",
+                         v < 0.05 ? std::string() : fmt::format("{:.{}f}", v, v < 99.95 ? 1 : 0));
+    }
+  }
+  for (size_t c = 0; c < columns && c < chart.column_labels.size(); ++c)
+    if (!chart.column_labels[c].empty())
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}</text>\n",
+                       kLeft + (static_cast<double>(c) + 0.5) * cell_w, kTop + plot_h + 16,
+                       xml_escape(chart.column_labels[c]));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888888\"/>\n", kLeft,
+                   kTop, kWidth - kLeft - kRight, plot_h);
   s += "</svg>\n";
   return s;
 }

@@ -18,6 +18,10 @@ std::string xml_escape(const std::string& text);
 // The start of an HTML page of charts, up to and including <body>: the look
 // every iotape page shares (compare, review). `title` is plain text.
 std::string html_page_head(const std::string& title);
+// A chart in the page: <figure id="ID">SVG</figure>.
+std::string html_figure(const std::string& id, const std::string& svg);
+// 1, 2 or 5 times a power of ten, at least `raw`: a step between ticks.
+double nice_step(double raw);
 // A value with 3 significant digits at most ("1234", "12.3", "0.123").
 std::string short_number(double v);
 
@@ -67,7 +71,8 @@ struct PairedBarChart {
 std::string paired_bar_chart_svg(const PairedBarChart& chart);
 
 // Lines over time (IOPS per interval), one per drive. Value k is drawn at the
-// middle of its interval, (k + 0.5) * x_step; a line of one value is a dot.
+// middle of its interval, (k + 0.5) * x_step; a line of one value is a dot,
+// and a NaN value a gap in the line.
 struct LineChart {
   struct Line {
     std::string label;
@@ -78,10 +83,35 @@ struct LineChart {
   std::string title;
   std::string x_unit;
   std::string y_unit;
+  // An x range shaded behind the lines (a window of the trace), labelled at its
+  // top.
+  struct Band {
+    double from = 0, to = 0;  // in x_unit
+    std::string label;
+    size_t colour = 0;
+  };
   std::vector<Line> lines;
   bool log_y = false;  // decades; values below the lowest decade sit on the axis
+  std::vector<Band> bands = {};
 };
 std::string line_chart_svg(const LineChart& chart);
+
+// A grid of cells shaded by value from white to dark blue (a heatmap, a
+// density map): rows top to bottom, columns left to right; each row and
+// every labelled column named beside the grid. With print_values each cell
+// shows its value to one decimal (none below 0.05); with log_scale the shade
+// follows log10(1 + value), so sparse cells stay visible next to dense ones.
+struct GridChart {
+  std::string title;
+  std::string subtitle;                    // what a cell is, the unit
+  std::vector<std::string> row_labels;     // one per row; "" = none
+  std::vector<std::string> column_labels;  // one per column; "" = none
+  std::vector<std::vector<double>> cells;  // [row][column], >= 0
+  bool print_values = false;
+  bool log_scale = false;
+  int cell_height = 22;
+};
+std::string grid_chart_svg(const GridChart& chart);
 
 // A figure against a parameter (IOPS against queue depth, ...): one line per
 // drive through its points, every point marked.

@@ -1,24 +1,30 @@
 // report_bench: how fast `iotape report` analyses a large trace, and in how
 // much memory. Generates a synthetic trace (default 100M IOs) with
 // TraceWriter, then, each in a fresh child process so that peak RSS is its
-// own, (1) only reads the trace and (2) runs the full analysis. Prints IOs per
-// CPU-second (the analysis is one thread, so that is per core) and peak RSS.
+// own, (1) only reads the trace and (2) runs the full analysis, and with
+// --iotape (3) runs that binary's `report --html` (the week page). Prints IOs
+// per CPU-second (the analysis is one thread, so that is per core) and peak
+// RSS. --span stretches the gaps between issues so the trace covers that much
+// time (a week: 7d), as the page's bins and hours see a long recording.
 //
-//   report_bench [--ios N] [--trace PATH] [--keep]
+//   report_bench [--ios N] [--span DURATION] [--trace PATH] [--keep] [--iotape PATH]
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "analysis/report.h"
 #include "format/reader.h"
 #include "format/writer.h"
+#include "units/units.h"
 
 using namespace iotape;
 
@@ -30,7 +36,7 @@ double now_s() {
 
 // A desktop-like mix: 70% reads, sizes 4K..256K, 1-8 outstanding, 40 us to
 // ~5 ms latencies, 64 processes. A xorshift generator keeps it reproducible.
-void generate(const std::string& path, uint64_t n) {
+void generate(const std::string& path, uint64_t n, int64_t span_ns) {
   v1::TraceHeader h;
   h.set_source(v1::SOURCE_SYNTH);
   format::TraceWriter w(path, h);
@@ -58,7 +64,8 @@ void generate(const std::string& path, uint64_t n) {
     const int dir = io.op == format::Op::kWrite;
     io.offset = (r >> 12) % 4 == 0 ? next_offset[dir] : ((r >> 16) % (1ull << 26)) * 4096;  // ~25% sequential
     next_offset[dir] = io.offset + io.length;
-    t += 2000 + static_cast<int64_t>((r >> 30) % 40000);  // 2-42 us between issues
+    const int64_t gap = 2000 + static_cast<int64_t>((r >> 30) % 40000);  // 2-42 us between issues, or stretched
+    t += span_ns > 0 ? gap * (span_ns / static_cast<int64_t>(n)) / 22'000 : gap;
     io.issue_ns = t;
     io.complete_ns = t + 40'000 + static_cast<int64_t>(((r >> 40) % 1000) * ((r >> 50) % 8 == 0 ? 5000 : 100));
     const uint32_t proc = static_cast<uint32_t>((r >> 56) % 64);
@@ -107,6 +114,31 @@ Measured in_child(F work) {
   return m;
 }
 
+// Runs a program (argv[0] a path) and returns its wall time and peak RSS.
+Measured exec_child(const std::vector<std::string>& args) {
+  const double t0 = now_s();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);  // the report's text: not the bench's output
+    ::dup2(null, 1);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  ::wait4(pid, &status, 0, &ru);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(args[0] + " failed");
+  Measured m;
+  m.seconds = now_s() - t0;
+  m.max_rss_kb = ru.ru_maxrss;
+  m.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,11 +149,14 @@ int main(int argc, char** argv) {
   app.add_option("--ios", n, "IOs in the generated trace")->capture_default_str();
   app.add_option("--trace", path, "Where to write the trace (reused with --keep if it exists)")->capture_default_str();
   app.add_flag("--keep", keep, "Keep the trace, and reuse an existing one");
+  std::string span = "0", iotape;
+  app.add_option("--span", span, "Trace time the IOs spread over, e.g. 7d (0: 2-42 us between issues)");
+  app.add_option("--iotape", iotape, "Also measure this iotape binary's `report --html` on the trace");
   CLI11_PARSE(app, argc, argv);
 
   if (!(keep && std::filesystem::exists(path))) {
     const double t0 = now_s();
-    generate(path, n);
+    generate(path, n, units::parse_duration(span, "--span"));
     fmt::print("generated {} IOs in {:.1f} s: {} ({:.2f} B/IO)\n", n, now_s() - t0, path,
                static_cast<double>(std::filesystem::file_size(path)) / static_cast<double>(n));
   }
@@ -136,7 +171,14 @@ int main(int argc, char** argv) {
     const analysis::Report rep = analysis::analyse(r);
     return rep.ios;
   });
-  for (const auto& [name, m] : {std::pair{"read only", read}, std::pair{"report", report}})
+  std::vector<std::pair<const char*, Measured>> rows = {{"read only", read}, {"report", report}};
+  if (!iotape.empty()) {
+    const std::string page = path + ".html";
+    rows.emplace_back("week page", exec_child({iotape, "report", path, "--html", page}));
+    rows.back().second.ios = report.ios;
+    std::filesystem::remove(page);
+  }
+  for (const auto& [name, m] : rows)
     fmt::print("{:<10}: {} IOs in {:.2f} s wall, {:.2f} s CPU = {:.2f} M IOs per CPU-second, peak RSS {:.1f} MiB\n",
                name, m.ios, m.seconds, m.cpu_seconds, m.ios / m.cpu_seconds / 1e6, m.max_rss_kb / 1024.0);
   fmt::print("analysis cost over reading: {:.2f}x the CPU time\n", report.cpu_seconds / read.cpu_seconds);

@@ -1,12 +1,11 @@
 // iotape info: totals of a trace.
+#include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 
-#include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
-
+#include "cli/capture_end.h"
 #include "cli/commands.h"
 #include "format/summary.h"
 #include "format/summary_json.h"
@@ -29,16 +28,9 @@ uint64_t file_bytes(const std::vector<std::string>& paths) {
   return total;
 }
 
-// What a capture left out of itself and removed, from its closing keys: the
-// last part's (in its header when it ended before its first chunk); a rotated
-// capture's first header has the removals up to the second part only.
+// What a capture left out of itself and removed, from its closing keys.
 void print_capture_end(const std::vector<std::string>& traces, const format::TraceReader& reader) {
-  std::optional<format::TraceReader> last_part;
-  if (traces.size() > 1) {
-    last_part.emplace(std::vector<std::string>{traces.back()});
-    last_part->index();
-  }
-  const auto& end_keys = last_part ? last_part->metadata() : reader.metadata();
+  const auto end_keys = capture_end_keys(traces, reader);
   if (const auto& m = end_keys; m.count("capture.self_ios")) {
     const auto bytes_it = m.find("capture.self_bytes");
     const bool kept = m.count("capture.include_self") && m.at("capture.include_self") == "1";

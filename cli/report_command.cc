@@ -3,12 +3,18 @@
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 
+#include "analysis/offset_map.h"
 #include "analysis/report.h"
 #include "analysis/report_output.h"
+#include "analysis/timeline.h"
+#include "analysis/week_page.h"
+#include "cli/capture_end.h"
 #include "cli/commands.h"
 #include "format/error.h"
 #include "units/units.h"
+#include "workloads/cut.h"
 
 namespace iotape::cli {
 namespace {
@@ -22,8 +28,93 @@ struct ReportCommandOptions {
   std::string by;
   size_t top = 10;
   std::string series_csv;
+  std::string html;
   bool include_self = false;
 };
+
+// A word of a command line as a POSIX shell reads it back.
+std::string shell_word(const std::string& w) {
+  static constexpr const char* kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=+,@";
+  if (!w.empty() && w.find_first_not_of(kPlain) == std::string::npos) return w;
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The accumulators of the week page, fed by the report's own pass: the
+// timeline and offset map with the IOs the report counts, and the window
+// grid of `iotape cut --heavy/--light` (its defaults: 60 s windows, one
+// each) with every IO, as cut measures it.
+struct PageAccumulators {
+  PageAccumulators(const ReportCommandOptions& o, const format::TraceReader& reader)
+      : timeline(reader.header()), meter(cut_filter(o), kCutLength) {}
+  static constexpr int64_t kCutLength = 60'000'000'000;
+  static workloads::IoFilter cut_filter(const ReportCommandOptions& o) {
+    workloads::IoFilter f;
+    if (!o.device.empty()) f.device = format::parse_device_filter(o.device);
+    f.include_self = o.include_self;
+    return f;
+  }
+  void hook(analysis::ReportOptions& ro, const format::TraceReader& reader) {
+    ro.each_io = [this](const format::Io& io, const v1::TraceHeader& h) {
+      if (!timeline.has_origin()) {
+        timeline.set_origin(io.issue_ns);
+        offsets.set_origin(io.issue_ns);
+      }
+      meter.add(io, h);
+    };
+    ro.each_selected = [this, &reader](const format::Io& io, int64_t end_ns) {
+      timeline.add(io, end_ns);
+      offsets.add(io, reader.header());
+    };
+  }
+  analysis::Timeline timeline;
+  analysis::OffsetMap offsets;
+  workloads::WindowMeter meter;
+};
+
+// The windows cut --heavy and --light take, each with its command line.
+std::vector<analysis::MarkedWindow> cut_windows(const ReportCommandOptions& o, const workloads::Activity& activity,
+                                                std::string& note) {
+  std::vector<analysis::MarkedWindow> out;
+  for (const char* kind : {"heavy", "light"}) {
+    std::vector<workloads::ChosenWindow> chosen;
+    try {
+      chosen = kind == std::string("heavy") ? workloads::pick_heavy(activity, 1) : workloads::pick_light(activity, 1);
+    } catch (const format::UsageError& e) {
+      if (note.find(e.what()) == std::string::npos) note += (note.empty() ? "" : "; ") + std::string(e.what());
+    }
+    std::string command = "iotape cut";
+    for (const auto& t : o.traces) command += " " + shell_word(t);
+    command += fmt::format(" --{} -o {}.iot", kind, kind);
+    if (!o.device.empty()) command += " --device " + shell_word(o.device);
+    if (o.include_self) command += " --include-self";
+    for (const auto& c : chosen)
+      out.push_back({kind, c.activity.start_ns, c.activity.end_ns, c.activity.busy_ns, c.activity.bytes, c.activity.ios,
+                     c.why, command});
+  }
+  if (out.empty() && note.empty()) note = "no window of the trace holds selected IOs";
+  return out;
+}
+
+void write_page(const ReportCommandOptions& o, const analysis::Report& r, const format::TraceReader& reader,
+                PageAccumulators& acc) {
+  acc.timeline.finish();
+  analysis::WeekPage page;
+  page.traces = o.traces;
+  page.report = &r;
+  page.header = &reader.header();
+  const auto json = analysis::report_json(r, reader.header(), {o.traces, true, o.top, false});
+  page.json = &json;
+  page.timeline = &acc.timeline;
+  page.offsets = &acc.offsets;
+  page.end_keys = capture_end_keys(o.traces, reader);
+  page.windows = cut_windows(o, acc.meter.finish(), page.windows_note);
+  page.top = o.top;
+  std::ofstream f(o.html);
+  f << analysis::week_page_html(page);
+  if (!f) throw format::error_errno(o.html, "cannot write the page", errno);
+}
 
 void run_report(const ReportCommandOptions& o) {
   analysis::ReportOptions ro;
@@ -32,7 +123,10 @@ void run_report(const ReportCommandOptions& o) {
   ro.by_phase = o.by == "phase";
   ro.include_self = o.include_self;
   format::TraceReader reader(o.traces);
+  std::optional<PageAccumulators> page;
+  if (!o.html.empty()) page.emplace(o, reader).hook(ro, reader);
   const analysis::Report r = analysis::analyse(reader, ro);
+  if (page) write_page(o, r, reader, *page);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
   if (o.json) {
     // Process names need not be UTF-8: replace what JSON cannot hold.
@@ -70,15 +164,21 @@ void add_report_command(CLI::App& app) {
   sub->add_flag("--include-self", o->include_self,
                 "Count the IOs a capture flagged as caused by the recording itself (record --include-self); "
                 "left out by default");
-  sub->add_option("--window", o->window,
-                  "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, 10..20 "
-                  "(seconds), 10s.. (either end may be left out); busy time is clipped to END. A START after the "
-                  "trace's last IO is an error");
+  auto* window = sub->add_option("--window", o->window,
+                                 "START..END: only IOs issued in this range from the trace's first IO, e.g. 1m..2m, "
+                                 "10..20 (seconds), 10s.. (either end may be left out); busy time is clipped to END. "
+                                 "A START after the trace's last IO is an error");
   sub->add_option("--by", o->by,
                   "'process': add per-process totals (top N by bytes); 'phase': add a row per phase of a "
                   "synthesized trace or of its replay (with --csv: the phase rows only)")
       ->check(CLI::IsMember({"process", "phase"}));
   sub->add_option("--top", o->top, "Processes shown with --by process")->capture_default_str();
+  sub->add_option("--html", o->html,
+                  "Also write the week page to FILE: one HTML page (inline SVG, no scripts) of what was recorded, the "
+                  "totals, busy %, MB/s, IOPS, latency and queue depth over time, busy % by hour of the day, offset "
+                  "against time per device, the top processes, and the windows cut --heavy and --light take "
+                  "(see below)")
+      ->excludes(window);
   sub->add_option("--series-csv", o->series_csv, "Write IOPS and MB/s per interval (1 s, coarser on long traces) to FILE");
   sub->footer(
       "Definitions:\n"
@@ -96,7 +196,8 @@ void add_report_command(CLI::App& app) {
       "  sequential     an IO starting where the previous IO of the same direction on the same device ended.\n"
       "  queue depth    IOs outstanding at an IO's issue, counting the IO itself (QD1 = nothing else in flight).\n"
       "  series         IOs by issue time per 1 s; traces longer than 4096 s get coarser (2 s, 4 s, ...).\n"
-      "  processes      top N by bytes (read, written, discarded, write-zeroes; each also shown apart). At\n"
+      "  processes      top N by bytes (read, written, discarded, write-zeroes; each also shown apart), with\n"
+      "                 their IOs and busy time (the union of the process's own IOs). At\n"
       "                 most 1024 tracked; with more, the least busy are replaced and figures become\n"
       "                 upper bounds (error_bytes in JSON).\n"
       "  phases         the phases in the trace header (iotape synth writes them; replay and cut keep them).\n"
@@ -109,11 +210,17 @@ void add_report_command(CLI::App& app) {
       "  write_busy_time_ns, idle_ns, avg_data_rate_MBps {read, write, combined}, latency_ns {OP: count, mean,\n"
       "  p50, p90, p99, p99_9, max}, q2d_ns/d2c_ns/q2c_ns, io_size_pct, io_size_histogram, sequential_pct,\n"
       "  qd_pct, avg_qd, series {interval_ns, iops, MBps}, processes [{pid, comm, ios, bytes, bytes_read,\n"
-      "  bytes_written, bytes_discarded, bytes_write_zeroes, error_bytes}], metadata (the header's keys and those\n"
-      "  written at the end), phases [{index, name, pattern,\n"
+      "  bytes_written, bytes_discarded, bytes_write_zeroes, busy_time_ns, error_bytes}], metadata (the header's\n"
+      "  keys and those written at the end), phases [{index, name, pattern,\n"
       "  block_size, queue_depth, read_pct, sequential_pct, alignment, data, threads, ios, reads, writes,\n"
       "  bytes_read, bytes_written, duration_ns, busy_time_ns, iops, MBps, mean_latency_ns, p99_latency_ns}]\n"
       "  (block_size or queue_depth 0: a mix; --csv --by phase prints these keys as columns).\n"
+      "Week page (--html): the figures printed in its totals and process tables are those of --json (with\n"
+      "  --by process); charts over time use bins from 1 s that double (up to 2048 bins: a day gets 64 s, a\n"
+      "  week 512 s), latency per bin from a histogram within 12%; hours of the day are UTC when the trace has\n"
+      "  a wall clock, else count from the first IO. The marked windows are those `iotape cut --heavy` and\n"
+      "  `--light` take with their defaults (one 60 s window each, with --device and --include-self as given),\n"
+      "  each with its command line. One pass over the trace; memory does not grow with its length.\n"
       "Exit status: 0 clean, 2 the trace is damaged (the report stops at the damage), 64 a --window that starts\n"
       "after the trace's last IO; other errors: iotape --help.");
   sub->callback([o] { run_report(*o); });

@@ -311,10 +311,10 @@ TEST_CASE("the series coarsens to stay bounded") {
 
 TEST_CASE("per-process totals stay bounded and keep the heavy hitters") {
   Processes p(2);
-  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"));
-  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 2, "b"));
-  p.add(io_of(format::Op::kWrite, 0, 1, 0, 5, 3, "c"));  // evicts b (10 bytes), inherits them as error
-  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"));
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"), 1);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 2, "b"), 1);
+  p.add(io_of(format::Op::kWrite, 0, 1, 0, 5, 3, "c"), 1);  // evicts b (10 bytes), inherits them as error
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"), 1);
   const auto top = p.top(5);
   REQUIRE(top.size() == 2);
   CHECK(top[0].comm == "a");
@@ -323,7 +323,22 @@ TEST_CASE("per-process totals stay bounded and keep the heavy hitters") {
   CHECK(top[1].comm == "c");
   CHECK(top[1].bytes == 15);
   CHECK(top[1].error_bytes == 10);
+  CHECK(top[0].busy_ns == 1);  // [0, 1) twice
+  CHECK(top[1].busy_ns == 2);  // its own 1 ns and b's, inherited
   CHECK(p.approximate());
+}
+
+TEST_CASE("a process's busy time is the union of its own IOs") {
+  Processes p;
+  p.add(io_of(format::Op::kRead, 0, 10, 0, 4096, 1, "a"), 10);
+  p.add(io_of(format::Op::kRead, 5, 20, 0, 4096, 2, "b"), 20);  // overlaps a's IOs: counts for b alone
+  p.add(io_of(format::Op::kRead, 5, 20, 0, 4096, 1, "a"), 20);
+  p.add(io_of(format::Op::kWrite, 30, 40, 0, 4096, 1, "a"), 40);
+  const auto top = p.top(2);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].comm == "a");
+  CHECK(top[0].busy_ns == 30);  // [0, 20) and [30, 40)
+  CHECK(top[1].busy_ns == 15);
 }
 
 // The MSR sample, read straight from its CSV, checked against totals computed
@@ -491,6 +506,8 @@ TEST_CASE("report shows discarded and write-zeroes bytes apart, in text, JSON, C
   CHECK(procs["fstrim"]["bytes_read"] == 0);
   CHECK(procs["mkfs"]["bytes_write_zeroes"] == 40'000'000);
   CHECK(procs["fio"]["bytes_discarded"] == 0);
+  CHECK(procs["fio"]["busy_time_ns"] == 200);  // [0, 100) and [200, 300)
+  CHECK(procs["fstrim"]["busy_time_ns"] == 100);
 
   const auto csv = test::run(test::iotape_binary() + " report --csv " + path);
   CHECK(csv.output.find("\nbytes_discarded,3000000000\n") != std::string::npos);
@@ -502,9 +519,12 @@ TEST_CASE("report shows discarded and write-zeroes bytes apart, in text, JSON, C
         std::string::npos);
   CHECK(text.output.find("(reads 1, writes 1, flushes 0, discards 1, write-zeroes 1, other 0)") != std::string::npos);
   // The process table: MB is the sum of the four columns.
-  CHECK(std::regex_search(text.output, std::regex("process +pid +IOs +MB +MB read +MB written +MB discarded +MB write-zeroes\n")));
-  CHECK(std::regex_search(text.output, std::regex("\nfstrim +20 +1 +3000\\.000 +0\\.000 +0\\.000 +3000\\.000 +0\\.000\n")));
-  CHECK(std::regex_search(text.output, std::regex("\nmkfs +30 +1 +40\\.000 +0\\.000 +0\\.000 +0\\.000 +40\\.000\n")));
+  CHECK(std::regex_search(text.output, std::regex("process +pid +IOs +MB +MB read +MB written +MB "
+                                                  "discarded +MB write-zeroes +busy \\(s\\)\n")));
+  CHECK(std::regex_search(text.output, std::regex("\nfstrim +20 +1 +3000\\.000 +0\\.000 +0\\.000 "
+                                                  "+3000\\.000 +0\\.000 +0\\.000\n")));
+  CHECK(std::regex_search(text.output, std::regex("\nmkfs +30 +1 +40\\.000 +0\\.000 +0\\.000 "
+                                                  "+0\\.000 +40\\.000 +0\\.000\n")));
 }
 
 TEST_CASE("report --window past the trace's end is an error naming the trace's span") {
@@ -645,22 +665,7 @@ TEST_CASE("iotape compare writes a deterministic HTML page that chromium renders
   if (!test::require(test::run("command -v chromium").exit_code == 0, "chromium, to render the compare page"))
     return;
   const std::string png = std::getenv("IOTAPE_KEEP_PNG") ? std::getenv("IOTAPE_KEEP_PNG") : dir.file("page.png");
-  auto shot = test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + png +
-                        " --window-size=1200,2000 file://" + html);
-  INFO(shot.output);
-  REQUIRE(std::filesystem::exists(png));
-  std::ifstream pin(png, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(pin)), {});
-  CHECK(bytes.compare(1, 3, "PNG") == 0);
-  // Not a single colour: a blank page of the same size, rendered the same
-  // way, compresses to a small fraction of a page of charts.
-  const std::string blank = dir.file("blank.html"), blank_png = dir.file("blank.png");
-  std::ofstream(blank) << "<!DOCTYPE html><html><body></body></html>";
-  test::run("timeout 120 chromium --headless --no-sandbox --disable-gpu --screenshot=" + blank_png +
-            " --window-size=1200,2000 file://" + blank);
-  REQUIRE(std::filesystem::exists(blank_png));
-  INFO("page " << std::filesystem::file_size(png) << " B, blank " << std::filesystem::file_size(blank_png) << " B");
-  CHECK(std::filesystem::file_size(png) > 5 * std::filesystem::file_size(blank_png));
+  test::check_renders(html, png, "1200,2000");
 }
 
 namespace {

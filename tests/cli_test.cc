@@ -13,6 +13,7 @@
 namespace {
 
 using iotape::test::iotape_binary;
+using iotape::test::read_file;
 using iotape::test::run;
 using iotape::test::TempDir;
 
@@ -59,6 +60,27 @@ TEST_CASE("exit statuses follow the kind of error", "[cli]") {
     CHECK(r.exit_code == 74);
     CHECK(r.output.find("No such file or directory") != std::string::npos);
   }
+}
+
+// `report --html`: the page of the whole trace, so --window is refused; a
+// page that cannot be written is a failed system call.
+TEST_CASE("report --html: refused with --window, 74 when the page cannot be written", "[cli]") {
+  TempDir dir;
+  const std::string t = synth(dir);
+  const auto windowed = run(iotape_binary() + " report " + t + " --window 1..2 --html " + dir.file("p.html"));
+  INFO(windowed.output);
+  CHECK(windowed.exit_code == 64);
+  CHECK(windowed.output.find("--window excludes --html") != std::string::npos);
+  const auto unwritable = run(iotape_binary() + " report " + t + " --html " + dir.file("no/such/dir/p.html"));
+  INFO(unwritable.output);
+  CHECK(unwritable.exit_code == 74);
+  CHECK(unwritable.output.find("cannot write the page") != std::string::npos);
+  CHECK(run(iotape_binary() + " report " + t + " --html " + dir.file("p.html")).exit_code == 0);
+  // Shorter than one of cut's 60 s windows: the page says so instead of marking windows.
+  const std::string page = read_file(dir.file("p.html"));
+  CHECK(page.find("<section id=\"windows\">") != std::string::npos);
+  CHECK(page.find("less than one window of 60.000 s") != std::string::npos);
+  CHECK(page.find("<tr class=\"heavy\">") == std::string::npos);
 }
 
 // `replay`: a target that is not there is a bad argument, and -o is required

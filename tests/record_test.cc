@@ -1628,13 +1628,17 @@ TEST_CASE("record --max-total removes the oldest parts and the rest read as one 
   CHECK(unordered == 0);
   CHECK(n > 0);
   CHECK(n < 6000);
-  const auto info = run(iotape_binary() + " info " + [&] {
-    std::string s;
-    for (const auto& p : parts) s += p + " ";
-    return s;
-  }());
+  std::string args;
+  for (const auto& p : parts) args += p + " ";
+  const auto info = run(iotape_binary() + " info " + args);
   CHECK(info.exit_code == 0);
   CHECK(info.output.find("removed    " + std::to_string(removed) + " older parts") != std::string::npos);
+  // The week page of the parts says what the capture left out and removed, as info does.
+  REQUIRE(run(iotape_binary() + " report " + args + "--html " + dir.file("week.html")).exit_code == 0);
+  const std::string page = read_file(dir.file("week.html"));
+  CHECK(page.find("<td id=\"removed\">" + std::to_string(removed) + " older parts") != std::string::npos);
+  CHECK(page.find("<td id=\"self\">" + std::to_string(metadata_count(parts.back(), "capture.self_ios")) + " IOs") !=
+        std::string::npos);
 }
 
 TEST_CASE("the recording's own IOs flagged self are left out of report and cut unless --include-self", "[record]") {

@@ -122,6 +122,22 @@ void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
+void check_renders(const std::string& html, const std::string& png, const std::string& size) {
+  const std::string chromium = "timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=" + size;
+  const auto shot = run(chromium + " --screenshot=" + png + " file://" + html);
+  INFO(shot.output);
+  const std::string bytes = read_file(png);
+  REQUIRE(!bytes.empty());
+  CHECK(bytes.compare(1, 3, "PNG") == 0);
+  const std::string blank = png + ".blank.html", blank_png = png + ".blank.png";
+  write_file(blank, "<!DOCTYPE html><html><body></body></html>");
+  run(chromium + " --screenshot=" + blank_png + " file://" + blank);
+  const size_t blank_bytes = read_file(blank_png).size();
+  INFO("page " << bytes.size() << " B, blank " << blank_bytes << " B");
+  REQUIRE(blank_bytes > 0);
+  CHECK(bytes.size() > 5 * blank_bytes);
+}
+
 std::string tracefs_buffer_kb() {
   const std::string size = read_file("/sys/kernel/tracing/buffer_size_kb");
   const size_t expanded = size.find("expanded: ");

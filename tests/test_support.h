@@ -80,6 +80,12 @@ std::string iotape_binary();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 
+// Checks (Catch2 assertions) that headless chromium renders `html` into
+// `png` at `size` ("1200,2000") and that it is not blank: a page of charts
+// compresses to several times the bytes of a blank page rendered the same
+// way (into PNG.blank.png).
+void check_renders(const std::string& html, const std::string& png, const std::string& size);
+
 // The ftrace ring buffer's size per CPU in KiB as a value to write back to
 // buffer_size_kb: it reads "1408", or "7 (expanded: 1408)" before first use.
 std::string tracefs_buffer_kb();

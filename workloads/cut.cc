@@ -149,64 +149,72 @@ std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<Cho
 
 }  // namespace
 
-Activity measure_windows(format::TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards) {
+WindowMeter::WindowMeter(IoFilter filter, int64_t length_ns, bool score_discards)
+    : filter_(std::move(filter)), length_ns_(length_ns) {
   if (length_ns <= 0) throw format::UsageError("the window length must be positive");
-  Activity result;
-  result.score_discards = score_discards;
-  int64_t last_end = format::kNoTime;
-  std::vector<WindowActivity>& windows = result.windows;
-  // Busy time of the windows an interval still reaches into; a window closes
-  // once an IO is issued after its end, since no later IO can start in it.
-  std::map<size_t, stats::BusyTime> open;
-  int64_t origin = format::kNoTime;
-  auto window = [&](size_t i) -> WindowActivity& {
-    while (windows.size() <= i) {
-      const auto start = static_cast<int64_t>(windows.size()) * length_ns;
-      windows.push_back({.start_ns = start, .end_ns = start + length_ns});
-    }
-    return windows[i];
-  };
-  auto close_before = [&](size_t i) {
-    while (!open.empty() && open.begin()->first < i) {
-      window(open.begin()->first).busy_ns = open.begin()->second.total_ns();
-      open.erase(open.begin());
-    }
-  };
-  format::Io io;
-  while (reader.next(io)) {
-    if (origin == format::kNoTime) origin = io.issue_ns;  // the grid starts at the first IO, whatever the filter
-    last_end = std::max(last_end, end_of(io));     // and the trace ends at its last, whatever the filter
-    if (!selected(io, filter, reader.header())) continue;
-    result.timed |= io.has_complete();
-    const int64_t start = std::max(io.issue_ns - origin, int64_t{0});  // late IOs count from the origin
-    const int64_t end = end_of(io) - origin;
-    const auto first = static_cast<size_t>(start / length_ns);
-    close_before(first);
-    WindowActivity& w = window(first);
-    const bool no_data = io.op == format::Op::kDiscard || io.op == format::Op::kWriteZeroes;
-    if (io.op == format::Op::kDiscard) w.discard_bytes += io.length;
-    if (io.op == format::Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
-    if (!no_data || score_discards) w.bytes += io.length;
-    ++w.ios;
-    for (size_t i = first; static_cast<int64_t>(i) * length_ns < std::max(end, start + 1); ++i) {
-      const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns);
-      const int64_t hi = std::min(end, static_cast<int64_t>(i + 1) * length_ns);
-      if (hi > lo && !io.never_issued()) open[i].add(lo, hi);
-      window(i);
-    }
+  result_.score_discards = score_discards;
+}
+
+WindowActivity& WindowMeter::window(size_t i) {
+  auto& windows = result_.windows;
+  while (windows.size() <= i) {
+    const auto start = static_cast<int64_t>(windows.size()) * length_ns_;
+    windows.push_back({.start_ns = start, .end_ns = start + length_ns_});
   }
+  return windows[i];
+}
+
+void WindowMeter::close_before(size_t i) {
+  while (!open_.empty() && open_.begin()->first < i) {
+    window(open_.begin()->first).busy_ns = open_.begin()->second.total_ns();
+    open_.erase(open_.begin());
+  }
+}
+
+void WindowMeter::add(const format::Io& io, const v1::TraceHeader& header) {
+  if (origin_ == format::kNoTime) origin_ = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+  last_end_ = std::max(last_end_,
+                       end_of(io));  // and the trace ends at its last, whatever the filter
+  if (!selected(io, filter_, header)) return;
+  result_.timed |= io.has_complete();
+  const int64_t start = std::max(io.issue_ns - origin_, int64_t{0});  // late IOs count from the origin
+  const int64_t end = end_of(io) - origin_;
+  const auto first = static_cast<size_t>(start / length_ns_);
+  close_before(first);
+  WindowActivity& w = window(first);
+  const bool no_data = io.op == format::Op::kDiscard || io.op == format::Op::kWriteZeroes;
+  if (io.op == format::Op::kDiscard) w.discard_bytes += io.length;
+  if (io.op == format::Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
+  if (!no_data || result_.score_discards) w.bytes += io.length;
+  ++w.ios;
+  for (size_t i = first; static_cast<int64_t>(i) * length_ns_ < std::max(end, start + 1); ++i) {
+    const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns_);
+    const int64_t hi = std::min(end, static_cast<int64_t>(i + 1) * length_ns_);
+    if (hi > lo && !io.never_issued()) open_[i].add(lo, hi);
+    window(i);
+  }
+}
+
+Activity WindowMeter::finish() {
   close_before(SIZE_MAX);
-  if (origin != format::kNoTime) result.span_ns = last_end - origin;
+  if (origin_ != format::kNoTime) result_.span_ns = last_end_ - origin_;
   auto load = [&](const WindowActivity& w) {
-    return static_cast<double>(result.timed ? static_cast<uint64_t>(w.busy_ns) : w.ios);
+    return static_cast<double>(result_.timed ? static_cast<uint64_t>(w.busy_ns) : w.ios);
   };
   double max_load = 1, max_bytes = 1;
-  for (const auto& w : windows) {
+  for (const auto& w : result_.windows) {
     max_load = std::max(max_load, load(w));
     max_bytes = std::max(max_bytes, static_cast<double>(w.bytes));
   }
-  for (auto& w : windows) w.score = (load(w) / max_load + static_cast<double>(w.bytes) / max_bytes) / 2;
-  return result;
+  for (auto& w : result_.windows) w.score = (load(w) / max_load + static_cast<double>(w.bytes) / max_bytes) / 2;
+  return std::move(result_);
+}
+
+Activity measure_windows(format::TraceReader& reader, const IoFilter& filter, int64_t length_ns, bool score_discards) {
+  WindowMeter meter(filter, length_ns, score_discards);
+  format::Io io;
+  while (reader.next(io)) meter.add(io, reader.header());
+  return meter.finish();
 }
 
 size_t Activity::within() const {

@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "format/reader.h"
 #include "format/summary.h"
+#include "stats/busy_time.h"
 #include "units/units.h"
 
 namespace iotape::workloads {
@@ -91,6 +93,29 @@ struct CutResult {
   // the idle start of the other.
   int64_t removed_idle_ns = 0;
   int64_t between_ns = 0;            // trace time between the chosen windows, not in the cut
+};
+
+// Pass 1 as an accumulator, for a pass that does more (`iotape report
+// --html`): sees every IO of the trace in read order, filtered or not, and
+// measures what measure_windows does. Memory: one record per window.
+class WindowMeter {
+ public:
+  // Throws UsageError when length_ns is not positive.
+  WindowMeter(IoFilter filter, int64_t length_ns, bool score_discards = false);
+  void add(const format::Io& io, const v1::TraceHeader& header);
+  Activity finish();
+
+ private:
+  WindowActivity& window(size_t i);
+  void close_before(size_t i);
+  IoFilter filter_;
+  int64_t length_ns_;
+  Activity result_;
+  int64_t origin_ = format::kNoTime;
+  int64_t last_end_ = format::kNoTime;
+  // Busy time of the windows an interval still reaches into; a window closes
+  // once an IO is issued after its end, since no later IO can start in it.
+  std::map<size_t, stats::BusyTime> open_;
 };
 
 // Pass 1: the activity of every window of `length_ns` from the first IO.

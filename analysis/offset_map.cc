@@ -1,0 +1,50 @@
+#include "analysis/offset_map.h"
+
+#include <algorithm>
+
+namespace iotape::analysis {
+
+namespace {
+constexpr uint64_t kFirstSpan = uint64_t{1} << 30;  // 1 GiB before any offset is seen, without a size
+}
+
+void OffsetMap::coarsen_time() {
+  for (Device& d : devices_) {
+    if (d.counts.empty()) continue;
+    std::vector<uint64_t> merged(columns_ * rows_, 0);
+    for (size_t c = 0; c < columns_; ++c)
+      for (size_t r = 0; r < rows_; ++r) merged[(c / 2) * rows_ + r] += d.counts[c * rows_ + r];
+    d.counts = std::move(merged);
+  }
+  column_ns_ *= 2;
+}
+
+void OffsetMap::widen(Device& d, uint64_t offset) {
+  while (offset >= d.span_bytes) {
+    std::vector<uint64_t> merged(columns_ * rows_, 0);
+    for (size_t c = 0; c < columns_; ++c)
+      for (size_t r = 0; r < rows_; ++r) merged[c * rows_ + r / 2] += d.counts[c * rows_ + r];
+    d.counts = std::move(merged);
+    d.span_bytes *= 2;
+  }
+}
+
+void OffsetMap::add(const format::Io& io, const v1::TraceHeader& header) {
+  if (devices_.size() <= io.device) devices_.resize(io.device + 1);
+  Device& d = devices_[io.device];
+  if (d.counts.empty()) {
+    d.counts.assign(columns_ * rows_, 0);
+    const bool known = io.device < static_cast<uint32_t>(header.devices_size()) &&
+                       header.devices(static_cast<int>(io.device)).size_bytes() > 0;
+    d.span_bytes = known ? header.devices(static_cast<int>(io.device)).size_bytes() : kFirstSpan;
+  }
+  widen(d, io.offset);  // an IO past a size the header gave widens too
+  const int64_t rel = std::max<int64_t>(0, io.issue_ns - origin_ns_);
+  while (static_cast<uint64_t>(rel / column_ns_) >= columns_) coarsen_time();
+  const auto column = static_cast<size_t>(rel / column_ns_);
+  const auto row = static_cast<size_t>(static_cast<double>(io.offset) / static_cast<double>(d.span_bytes) *
+                                       static_cast<double>(rows_));
+  ++d.counts[column * rows_ + std::min(row, rows_ - 1)];
+}
+
+}  // namespace iotape::analysis
