@@ -3,7 +3,10 @@
 //
 // Threads: a TraceReader is used by one thread at a time (it may be moved to
 // another); what it returns is valid until the next call that reads. Readers
-// of the same files in different threads share nothing.
+// of the same files in different threads share nothing. With
+// ReaderOptions::decode_ahead the reader runs one thread of its own that
+// reads, checks and decodes chunks ahead of the caller (see there); the
+// caller still sees one reader, used by one thread at a time.
 //
 // Damage is not an exception: a file cut short or a chunk whose checksum
 // fails ends the stream at the last good chunk, and status() says where and
@@ -55,7 +58,18 @@ struct TraceIndex {
 struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
+  // Chunks read, checked and decoded ahead on a thread of the reader's own, at
+  // most this many (0: none, all work is done in the calling thread). The IOs,
+  // their order, the damage rules and everything the reader reports are the
+  // same; what the reader reports (header's devices, status, dropped_events,
+  // late_ios) is as of the chunk handed out last, except that after
+  // seek_time the chunks decoded ahead before it count as read. Memory grows
+  // by about decode_ahead + 1 decoded chunks. The thread ends with the reader.
+  unsigned decode_ahead = 0;
 };
+// The decode_ahead of the tools that read whole traces (report, info, cut):
+// enough to keep a second core busy through the uneven cost of chunks.
+inline constexpr unsigned kToolDecodeAhead = 4;
 
 class TraceReader {
  public:
@@ -100,7 +114,9 @@ class TraceReader {
 
  private:
   class Impl;
+  class Ahead;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Ahead> ahead_;  // with decode_ahead: reads impl_ on its thread
 };
 
 }  // namespace iotape::format
