@@ -46,6 +46,8 @@ TimeSeries::TimeSeries(size_t max_points, int64_t interval_ns)
 
 void TimeSeries::add(const format::Io& io) {
   const int64_t t = std::max<int64_t>(0, io.issue_ns - origin_ns_);
+  // Most IOs fall in the point of the IO before: no division for them.
+  if (t >= last_from_ && t < last_from_ + interval_ns_) return count(points_[last_], io);
   uint64_t i = static_cast<uint64_t>(t / interval_ns_);
   while (i >= max_points_) {
     // Coarsen: twice the interval, neighbouring points merged.
@@ -64,40 +66,50 @@ void TimeSeries::add(const format::Io& io) {
     i = static_cast<uint64_t>(t / interval_ns_);
   }
   if (i >= points_.size()) points_.resize(i + 1);
-  Point& p = points_[i];
+  last_ = i;
+  last_from_ = static_cast<int64_t>(i) * interval_ns_;
+  count(points_[i], io);
+}
+
+void TimeSeries::count(Point& p, const format::Io& io) {
   ++p.ios;
   if (io.op == format::Op::kRead) p.bytes_read += io.length;
   if (io.op == format::Op::kWrite) p.bytes_written += io.length;
 }
 
-void Processes::add(const format::Io& io) {
-  Entry* e = last_ && io.pid == last_->pid && io.comm == last_->comm ? last_ : nullptr;
-  if (!e) {
-    const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      e = &it->second;
-    } else {
-      Entry fresh;
-      if (entries_.size() >= capacity_) {
-        auto victim = std::min_element(entries_.begin(), entries_.end(),
-                                       [](const auto& a, const auto& b) { return a.second.bytes < b.second.bytes; });
-        fresh.bytes = fresh.error_bytes = victim->second.bytes;
-        entries_.erase(victim);
-        ++evictions_;
-      }
-      fresh.pid = io.pid;
-      fresh.comm = std::string(io.comm);
-      e = &entries_.emplace(key, std::move(fresh)).first->second;
-    }
-    last_ = e;
+Processes::Entry& Processes::find(const format::Io& io) {
+  Entry*& recent = recent_[(io.pid * 0x9E3779B1u) >> 24];
+  if (recent && recent->pid == io.pid && recent->comm == io.comm) return *recent;
+  const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
+  auto it = entries_.find(key);
+  Entry& e = it != entries_.end() ? it->second : insert(io, key);
+  recent_[(io.pid * 0x9E3779B1u) >> 24] = &e;  // insert may have emptied it
+  return e;
+}
+
+Processes::Entry& Processes::insert(const format::Io& io, const Key& key) {
+  Entry fresh;
+  if (entries_.size() >= capacity_) {
+    auto victim = std::min_element(entries_.begin(), entries_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.bytes < b.second.bytes; });
+    fresh.bytes = fresh.error_bytes = victim->second.bytes;
+    entries_.erase(victim);
+    recent_.fill(nullptr);
+    ++evictions_;
   }
-  ++e->ios;
-  e->bytes += io.length;
-  if (io.op == format::Op::kRead) e->bytes_read += io.length;
-  if (io.op == format::Op::kWrite) e->bytes_written += io.length;
-  if (io.op == format::Op::kDiscard) e->bytes_discarded += io.length;
-  if (io.op == format::Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
+  fresh.pid = io.pid;
+  fresh.comm = std::string(io.comm);
+  return entries_.emplace(key, std::move(fresh)).first->second;
+}
+
+void Processes::add(const format::Io& io) {
+  Entry& e = find(io);
+  ++e.ios;
+  e.bytes += io.length;
+  if (io.op == format::Op::kRead) e.bytes_read += io.length;
+  if (io.op == format::Op::kWrite) e.bytes_written += io.length;
+  if (io.op == format::Op::kDiscard) e.bytes_discarded += io.length;
+  if (io.op == format::Op::kWriteZeroes) e.bytes_write_zeroes += io.length;
 }
 
 std::vector<Processes::Entry> Processes::top(size_t n) const {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -74,16 +75,24 @@ class TimeSeries {
     uint64_t bytes_written = 0;
   };
   explicit TimeSeries(size_t max_points = 4096, int64_t interval_ns = 1'000'000'000);
-  void set_origin(int64_t origin_ns) { origin_ns_ = origin_ns; }
+  void set_origin(int64_t origin_ns) {
+    origin_ns_ = origin_ns;
+    last_from_ = kNoPoint;
+  }
   void add(const format::Io& io);
   int64_t interval_ns() const { return interval_ns_; }
   const std::vector<Point>& points() const { return points_; }
 
  private:
+  static void count(Point& p, const format::Io& io);
+
   size_t max_points_;
   int64_t interval_ns_;
   int64_t origin_ns_ = 0;
   std::vector<Point> points_;
+  static constexpr int64_t kNoPoint = std::numeric_limits<int64_t>::min();
+  size_t last_ = 0;               // the point the last IO went to,
+  int64_t last_from_ = kNoPoint;  // from this time on
 };
 
 // Per-process totals, top N by bytes. At most `capacity` processes are
@@ -120,9 +129,14 @@ class Processes {
   struct KeyHash {
     size_t operator()(const Key& k) const { return k.comm_hash * 31 + k.pid; }
   };
+  Entry& find(const format::Io& io);
+  Entry& insert(const format::Io& io, const Key& key);
+
   size_t capacity_;
   std::unordered_map<Key, Entry, KeyHash> entries_;
-  Entry* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
+  // The entries met last, by pid: most IOs find theirs here without hashing
+  // the name. Entries stay put in the map until evicted, which empties it.
+  std::array<Entry*, 256> recent_{};
   uint64_t evictions_ = 0;
 };
 
