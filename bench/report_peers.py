@@ -59,7 +59,8 @@ def timed(cmd, rounds, **kw):
 
 def line(name, n, seconds, iotape_seconds, extra=""):
     ratio = seconds / iotape_seconds
-    print(f"{name:<34} {n / seconds / 1e6:7.2f} M IOs/s  ({seconds:6.2f} s; iotape report is {ratio:5.1f}x as fast){extra}")
+    print(f"{name:<34} {n / seconds / 1e6:7.2f} M IOs/s  ({seconds:6.2f} s; iotape report is {ratio:5.1f}x as fast)"
+          + extra)
 
 
 def main():

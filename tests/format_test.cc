@@ -100,6 +100,29 @@ void require_same(const format::Io& a, const format::Io& b) {
   REQUIRE(a.source_index == b.source_index);
 }
 
+// A trace of `devices` devices that adds nvme0n1 (259:0) before the IO `at`,
+// which it gives that IO and those after it, losing `dropped` events there
+// and 5 more at the end.
+void write_adding_device(const std::string& path, const std::vector<OwnedIo>& ios, uint32_t devices, size_t at,
+                         uint64_t dropped, format::WriterOptions opt) {
+  format::TraceWriter w(path, test_header(devices), opt);
+  for (size_t i = 0; i < ios.size(); ++i) {
+    if (i == at) {
+      v1::Device d;
+      d.set_major(259);
+      d.set_minor(0);
+      d.set_name("nvme0n1");
+      REQUIRE(w.add_device(d) == devices);
+      w.add_dropped(dropped);
+    }
+    format::Io io = ios[i].io;
+    if (i >= at) io.device = devices;
+    w.append(io);
+  }
+  w.add_dropped(5);
+  w.close();
+}
+
 std::vector<format::Io> read_all(format::TraceReader& r, std::vector<std::string>* comms) {
   std::vector<format::Io> out;
   for (auto b = r.next_batch(); !b.empty(); b = r.next_batch())
@@ -349,24 +372,7 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
   auto ios = random_ios(3000, 3, 1);
   format::WriterOptions opt;
   opt.chunk_ios = 1000;
-  {
-    format::TraceWriter w(dir.file("d.iot"), test_header(1), opt);
-    for (size_t i = 0; i < ios.size(); ++i) {
-      if (i == 1500) {
-        v1::Device d;
-        d.set_major(259);
-        d.set_minor(0);
-        d.set_name("nvme0n1");
-        CHECK(w.add_device(d) == 1);
-        w.add_dropped(7);
-      }
-      format::Io io = ios[i].io;
-      if (i >= 1500) io.device = 1;
-      w.append(io);
-    }
-    w.add_dropped(5);
-    w.close();
-  }
+  write_adding_device(dir.file("d.iot"), ios, 1, 1500, 7, opt);
   for (bool with_index : {true, false}) {
     if (!with_index) {
       // Cut the index off: the chunks alone must carry devices and losses.
@@ -774,26 +780,10 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
 TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotated, seeking") {
   TempDir dir;
   const auto ios = random_ios(6000, 21);
-  format::WriterOptions opt;
-  opt.chunk_ios = 250;
+  const format::WriterOptions opt{.chunk_ios = 250};
   // Two rotated parts; the second adds a device and counts lost events.
   write_trace(dir.file("p0.iot"), {ios.begin(), ios.begin() + 2500}, opt);
-  {
-    format::TraceWriter w(dir.file("p1.iot"), test_header(3), opt);
-    for (size_t i = 2500; i < ios.size(); ++i) {
-      if (i == 4000) {
-        v1::Device d;
-        d.set_major(259);
-        d.set_minor(0);
-        w.add_device(d);
-        w.add_dropped(9);
-      }
-      format::Io io = ios[i].io;
-      if (i >= 4000) io.device = 3;
-      w.append(io);
-    }
-    w.close();
-  }
+  write_adding_device(dir.file("p1.iot"), {ios.begin() + 2500, ios.end()}, 3, 1500, 9, opt);
   const std::vector<std::string> parts = {dir.file("p0.iot"), dir.file("p1.iot")};
   CHECK(require_decode_ahead_same(parts, {}) == ios.size());
   const std::vector<int64_t> seeks = {ios[3000].io.issue_ns, ios[10].io.issue_ns, ios[5990].io.issue_ns,
@@ -826,9 +816,7 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
 TEST_CASE("decode_ahead keeps the caller's IOs valid until its next call, whatever the thread decodes") {
   TempDir dir;
   const auto ios = random_ios(3000, 23);
-  format::WriterOptions opt;
-  opt.chunk_ios = 100;
-  write_trace(dir.file("t.iot"), ios, opt);
+  write_trace(dir.file("t.iot"), ios, {.chunk_ios = 100});
   format::TraceReader r(dir.file("t.iot"), {.decode_ahead = 1});
   size_t n = 0;
   for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) {
