@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -75,11 +76,21 @@ void generate(const std::string& path, uint64_t n) {
 }
 
 struct Measured {
-  double seconds = 0;      // wall clock
-  double cpu_seconds = 0;  // user + system: what "per core" means on a busy machine
+  double seconds = 0;         // wall clock
+  double cpu_seconds = 0;     // user + system: what "per core" means on a busy machine
+  double caller_seconds = 0;  // of that, the calling thread's; the rest is the decoding thread's
   long max_rss_kb = 0;
   uint64_t ios = 0;
+  // On two cores of their own the threads overlap: the busier one sets the pace.
+  double paced_seconds() const { return std::max(caller_seconds, cpu_seconds - caller_seconds); }
 };
+
+double cpu_of(int who) {
+  rusage ru{};
+  ::getrusage(who, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 // Runs `work` in a child process and returns its time, IOs and peak RSS.
 template <class F>
@@ -94,11 +105,11 @@ Measured in_child(F work) {
     Measured m;
     m.seconds = now_s() - t0;
     m.ios = ios;
+    m.caller_seconds = cpu_of(RUSAGE_THREAD);
+    m.cpu_seconds = cpu_of(RUSAGE_SELF);
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
     m.max_rss_kb = ru.ru_maxrss;
-    m.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                    static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     if (::write(fds[1], &m, sizeof m) != static_cast<ssize_t>(sizeof m)) ::_exit(1);
     ::_exit(0);
   }
@@ -164,12 +175,12 @@ int main(int argc, char** argv) {
   }
   for (const auto& [name, m] : runs)
     fmt::print(
-        "{:<20}: {} IOs in {:.2f} s wall, {:.2f} s CPU = {:.2f} M IOs/s wall, {:.2f} M IOs per CPU-second, "
-        "peak RSS {:.1f} MiB\n",
-        name, m.ios, m.seconds, m.cpu_seconds, m.ios / m.seconds / 1e6, m.ios / m.cpu_seconds / 1e6,
-        m.max_rss_kb / 1024.0);
-  fmt::print("report with decode ahead: {:.2f}x the IOs/s of one thread (wall clock)\n",
-             runs[1].m.seconds / runs[3].m.seconds);
+        "{:<20}: {} IOs in {:.2f} s wall, {:.2f} s CPU ({:.2f} s in the calling thread) = {:.2f} M IOs/s wall, "
+        "{:.2f} M IOs/s on two free cores, {:.2f} M IOs per CPU-second, peak RSS {:.1f} MiB\n",
+        name, m.ios, m.seconds, m.cpu_seconds, m.caller_seconds, m.ios / m.seconds / 1e6,
+        m.ios / m.paced_seconds() / 1e6, m.ios / m.cpu_seconds / 1e6, m.max_rss_kb / 1024.0);
+  fmt::print("report with decode ahead: {:.2f}x the IOs/s of one thread (wall clock), {:.2f}x on two free cores\n",
+             runs[1].m.seconds / runs[3].m.seconds, runs[1].m.paced_seconds() / runs[3].m.paced_seconds());
   if (!keep) std::filesystem::remove(path);
   return 0;
 }
