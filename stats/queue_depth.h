@@ -30,6 +30,8 @@ class QueueDepth {
   static int bucket_of(uint64_t qd);
 
  private:
+  void insert(int64_t complete_ns);
+
   std::vector<int64_t> outstanding_;  // [first_, end): completion times, ascending
   size_t first_ = 0;                  // those before it completed
   std::array<uint64_t, 8> buckets_{};
