@@ -88,13 +88,23 @@ bool same_name(std::string_view a, std::string_view b) {
 }  // namespace
 
 Processes::Entry& Processes::find(const format::Io& io) {
-  Entry*& recent = recent_[(io.pid * 0x9E3779B1u) >> 24];
-  if (recent && recent->pid == io.pid && same_name(recent->comm, io.comm)) return *recent;
+  Recent& recent = recent_[slot(io.pid)];
+  if (recent.entry && recent.entry->pid == io.pid) {
+    if (recent.name == io.comm.data() && recent.entry->comm.size() == io.comm.size()) return *recent.entry;
+    if (same_name(recent.entry->comm, io.comm)) {
+      recent.name = io.comm.data();
+      return *recent.entry;
+    }
+  }
   const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
   auto it = entries_.find(key);
   Entry& e = it != entries_.end() ? it->second : insert(io, key);
-  recent_[(io.pid * 0x9E3779B1u) >> 24] = &e;  // insert may have emptied it
+  recent_[slot(io.pid)] = {&e, io.comm.data()};  // insert may have emptied the table
   return e;
+}
+
+void Processes::new_batch() {
+  for (Recent& r : recent_) r.name = nullptr;
 }
 
 Processes::Entry& Processes::insert(const format::Io& io, const Key& key) {
@@ -104,7 +114,7 @@ Processes::Entry& Processes::insert(const format::Io& io, const Key& key) {
                                    [](const auto& a, const auto& b) { return a.second.bytes < b.second.bytes; });
     fresh.bytes = fresh.error_bytes = victim->second.bytes;
     entries_.erase(victim);
-    recent_.fill(nullptr);
+    recent_.fill({});
     ++evictions_;
   }
   fresh.pid = io.pid;

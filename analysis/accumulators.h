@@ -115,6 +115,9 @@ class Processes {
   };
   explicit Processes(size_t capacity = 1024) : capacity_(capacity) {}
   void add(const format::Io& io);
+  // The IOs added after this may name their process through memory that held
+  // another name before (a reader's next batch): call it between batches.
+  void new_batch();
   // The n entries with the most bytes, ties broken by pid then comm.
   std::vector<Entry> top(size_t n) const;
   bool approximate() const { return evictions_ > 0; }
@@ -134,9 +137,16 @@ class Processes {
 
   size_t capacity_;
   std::unordered_map<Key, Entry, KeyHash> entries_;
-  // The entries met last, by pid: most IOs find theirs here without hashing
-  // the name. Entries stay put in the map until evicted, which empties it.
-  std::array<Entry*, 256> recent_{};
+  // The entries met last, by pid, and where the IO that met each kept its
+  // name: most IOs find theirs here comparing that pointer (names stay put
+  // within a batch), the others comparing the name, without hashing it.
+  // Entries stay put in the map until evicted, which empties the table.
+  struct Recent {
+    Entry* entry = nullptr;
+    const char* name = nullptr;
+  };
+  static size_t slot(uint32_t pid) { return (pid * 0x9E3779B1u) >> 24; }
+  std::array<Recent, 256> recent_{};
   uint64_t evictions_ = 0;
 };
 

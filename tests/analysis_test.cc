@@ -344,6 +344,24 @@ TEST_CASE("per-process totals find an evicted process's newcomer, not the entry 
   CHECK(p.evictions() == 3);
 }
 
+TEST_CASE("per-process totals follow a name whose memory holds another name in the next batch") {
+  Processes p;
+  std::string name = "fio";
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 100, 7, name));
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 100, 7, name));
+  p.new_batch();
+  const char* const memory = name.data();
+  name = "dd!";  // the same length
+  REQUIRE(name.data() == memory);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 7, name));
+  const auto top = p.top(5);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].comm == "fio");
+  CHECK(top[0].bytes == 200);
+  CHECK(top[1].comm == "dd!");
+  CHECK(top[1].bytes == 10);
+}
+
 TEST_CASE("per-process totals of interleaved processes sharing pids equal totals summed by name") {
   std::mt19937_64 rng(7);
   static const std::vector<std::string> names = {"a", "b", "kworker/0:1", ""};
