@@ -60,11 +60,12 @@ struct ReaderOptions {
   bool skip_damaged = false;
   // Chunks read, checked and decoded ahead on a thread of the reader's own, at
   // most this many (0: none, all work is done in the calling thread). The IOs,
-  // their order, the damage rules and everything the reader reports are the
-  // same; what the reader reports (header's devices, status, dropped_events,
-  // late_ios) is as of the chunk handed out last, except that after
-  // seek_time the chunks decoded ahead before it count as read. Memory grows
-  // by about decode_ahead + 1 decoded chunks. The thread ends with the reader.
+  // their order, the damage rules, seek_time and everything the reader
+  // reports are as without it: the header's devices, status(),
+  // dropped_events() and late_ios() are as of the chunk handed out last, not
+  // of those decoded ahead. Memory grows by about decode_ahead + 1 decoded
+  // chunks (16,384 IOs each by default: 2 MiB). The thread ends with the
+  // reader; an error reading a file is thrown in the caller's thread, in turn.
   unsigned decode_ahead = 0;
 };
 // The decode_ahead of the tools that read whole traces (report, info, cut):
