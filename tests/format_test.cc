@@ -5,13 +5,16 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include "format/chunk_codec.h"
+#include "format/decode_ahead.h"
 #include "format/error.h"
 #include "format/frame.h"
 #include "format/reader.h"
@@ -811,6 +814,27 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
   const std::vector<std::string> bad_parts = {dir.file("p0.iot"), dir.file("bad.iot")};
   CHECK(require_decode_ahead_same(bad_parts, {}) == 2500 + 4 * 250);
   CHECK(require_decode_ahead_same(bad_parts, {.skip_damaged = true}) == ios.size() - 250);
+}
+
+TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the producer's error after them") {
+  std::atomic<int> made = 0;
+  format::DecodeAhead<int> pipe(2, [&](int& out) {
+    if (made == 5) throw std::runtime_error("unreadable");
+    out = made++;
+    return true;
+  });
+  pipe.start();
+  CHECK(pipe.next() == 0);
+  for (int i = 0; i < 500 && made < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(made == 3);  // the one held and two ahead, no more
+  for (int i = 1; i < 5; ++i) CHECK(pipe.next() == i);
+  CHECK_THROWS_WITH(pipe.next(), "unreadable");
+  CHECK_THROWS_WITH(pipe.next(), "unreadable");
+  pipe.stop();
+  made = 3;
+  pipe.start();
+  CHECK(pipe.next() == 3);
 }
 
 TEST_CASE("decode_ahead keeps the caller's IOs valid until its next call, whatever the thread decodes") {
