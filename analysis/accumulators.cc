@@ -46,6 +46,8 @@ TimeSeries::TimeSeries(size_t max_points, int64_t interval_ns)
 
 void TimeSeries::add(const format::Io& io) {
   const int64_t t = std::max<int64_t>(0, io.issue_ns - origin_ns_);
+  // Most IOs fall in the point of the IO before: no division for them.
+  if (t >= last_from_ && t < last_from_ + interval_ns_) return count(points_[last_], io);
   uint64_t i = static_cast<uint64_t>(t / interval_ns_);
   while (i >= max_points_) {
     // Coarsen: twice the interval, neighbouring points merged.
@@ -64,44 +66,75 @@ void TimeSeries::add(const format::Io& io) {
     i = static_cast<uint64_t>(t / interval_ns_);
   }
   if (i >= points_.size()) points_.resize(i + 1);
-  Point& p = points_[i];
+  last_ = i;
+  last_from_ = static_cast<int64_t>(i) * interval_ns_;
+  count(points_[i], io);
+}
+
+void TimeSeries::count(Point& p, const format::Io& io) {
   ++p.ios;
   if (io.op == format::Op::kRead) p.bytes_read += io.length;
   if (io.op == format::Op::kWrite) p.bytes_written += io.length;
 }
 
-void Processes::add(const format::Io& io, int64_t end_ns) {
-  Tracked* t = last_ && io.pid == last_->entry.pid && io.comm == last_->entry.comm ? last_ : nullptr;
-  if (!t) {
-    const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      t = &it->second;
-    } else {
-      Tracked fresh;
-      if (entries_.size() >= capacity_) {
-        auto victim = std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
-          return a.second.entry.bytes < b.second.entry.bytes;
-        });
-        fresh.entry.bytes = fresh.entry.error_bytes = victim->second.entry.bytes;
-        fresh.inherited_busy_ns = victim->second.inherited_busy_ns + victim->second.busy.total_ns();
-        entries_.erase(victim);
-        ++evictions_;
-      }
-      fresh.entry.pid = io.pid;
-      fresh.entry.comm = std::string(io.comm);
-      t = &entries_.emplace(key, std::move(fresh)).first->second;
+namespace {
+// Process names are short: compared in line, a call to memcmp costs more than the comparison.
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
+Processes::Tracked& Processes::find(const format::Io& io) {
+  Recent& recent = recent_[slot(io.pid)];
+  if (recent.tracked && recent.tracked->entry.pid == io.pid) {
+    const std::string& comm = recent.tracked->entry.comm;
+    if (recent.name == io.comm.data() && comm.size() == io.comm.size()) return *recent.tracked;
+    if (same_name(comm, io.comm)) {
+      recent.name = io.comm.data();
+      return *recent.tracked;
     }
-    last_ = t;
   }
-  Entry* e = &t->entry;
-  ++e->ios;
-  e->bytes += io.length;
-  if (io.op == format::Op::kRead) e->bytes_read += io.length;
-  if (io.op == format::Op::kWrite) e->bytes_written += io.length;
-  if (io.op == format::Op::kDiscard) e->bytes_discarded += io.length;
-  if (io.op == format::Op::kWriteZeroes) e->bytes_write_zeroes += io.length;
-  if (!io.never_issued()) t->busy.add(io.issue_ns, end_ns);
+  const Key key{io.pid, std::hash<std::string_view>{}(io.comm)};
+  auto it = entries_.find(key);
+  Tracked& t = it != entries_.end() ? it->second : insert(io, key);
+  recent_[slot(io.pid)] = {&t, io.comm.data()};  // insert may have emptied the table
+  return t;
+}
+
+void Processes::new_batch() {
+  for (Recent& r : recent_) r.name = nullptr;
+}
+
+Processes::Tracked& Processes::insert(const format::Io& io, const Key& key) {
+  Tracked fresh;
+  if (entries_.size() >= capacity_) {
+    auto victim = std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
+      return a.second.entry.bytes < b.second.entry.bytes;
+    });
+    fresh.entry.bytes = fresh.entry.error_bytes = victim->second.entry.bytes;
+    fresh.inherited_busy_ns = victim->second.inherited_busy_ns + victim->second.busy.total_ns();
+    entries_.erase(victim);
+    recent_.fill({});
+    ++evictions_;
+  }
+  fresh.entry.pid = io.pid;
+  fresh.entry.comm = std::string(io.comm);
+  return entries_.emplace(key, std::move(fresh)).first->second;
+}
+
+void Processes::add(const format::Io& io, int64_t end_ns) {
+  Tracked& t = find(io);
+  Entry& e = t.entry;
+  ++e.ios;
+  e.bytes += io.length;
+  if (io.op == format::Op::kRead) e.bytes_read += io.length;
+  if (io.op == format::Op::kWrite) e.bytes_written += io.length;
+  if (io.op == format::Op::kDiscard) e.bytes_discarded += io.length;
+  if (io.op == format::Op::kWriteZeroes) e.bytes_write_zeroes += io.length;
+  if (!io.never_issued()) t.busy.add(io.issue_ns, end_ns);
 }
 
 std::vector<Processes::Entry> Processes::top(size_t n) const {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -74,16 +75,24 @@ class TimeSeries {
     uint64_t bytes_written = 0;
   };
   explicit TimeSeries(size_t max_points = 4096, int64_t interval_ns = 1'000'000'000);
-  void set_origin(int64_t origin_ns) { origin_ns_ = origin_ns; }
+  void set_origin(int64_t origin_ns) {
+    origin_ns_ = origin_ns;
+    last_from_ = kNoPoint;
+  }
   void add(const format::Io& io);
   int64_t interval_ns() const { return interval_ns_; }
   const std::vector<Point>& points() const { return points_; }
 
  private:
+  static void count(Point& p, const format::Io& io);
+
   size_t max_points_;
   int64_t interval_ns_;
   int64_t origin_ns_ = 0;
   std::vector<Point> points_;
+  static constexpr int64_t kNoPoint = std::numeric_limits<int64_t>::min();
+  size_t last_ = 0;               // the point the last IO went to,
+  int64_t last_from_ = kNoPoint;  // from this time on
 };
 
 // Per-process totals, top N by bytes. At most `capacity` processes are
@@ -110,6 +119,9 @@ class Processes {
   // `end_ns` as for IoTotals::add (the completion, clipped to a report's
   // window).
   void add(const format::Io& io, int64_t end_ns);
+  // The IOs added after this may name their process through memory that held
+  // another name before (a reader's next batch): call it between batches.
+  void new_batch();
   // The n entries with the most bytes, ties broken by pid then comm.
   std::vector<Entry> top(size_t n) const;
   bool approximate() const { return evictions_ > 0; }
@@ -129,9 +141,21 @@ class Processes {
     stats::BusyTime busy;  // its IOs come in issue order, as BusyTime needs
     int64_t inherited_busy_ns = 0;
   };
+  Tracked& find(const format::Io& io);
+  Tracked& insert(const format::Io& io, const Key& key);
+
   size_t capacity_;
   std::unordered_map<Key, Tracked, KeyHash> entries_;
-  Tracked* last_ = nullptr;  // IOs come in runs of one process: skip the lookup
+  // The entries met last, by pid, and where the IO that met each kept its
+  // name: most IOs find theirs here comparing that pointer (names stay put
+  // within a batch), the others comparing the name, without hashing it.
+  // Entries stay put in the map until evicted, which empties the table.
+  struct Recent {
+    Tracked* tracked = nullptr;
+    const char* name = nullptr;
+  };
+  static size_t slot(uint32_t pid) { return (pid * 0x9E3779B1u) >> 24; }
+  std::array<Recent, 256> recent_{};
   uint64_t evictions_ = 0;
 };
 

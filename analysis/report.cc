@@ -72,6 +72,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       continue;
     }
     selection.update(reader.header());
+    r.processes.new_batch();
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
       if (o.each_io) o.each_io(io, reader.header());

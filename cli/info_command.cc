@@ -44,7 +44,7 @@ void print_capture_end(const std::vector<std::string>& traces, const format::Tra
 }
 
 void run_info(const InfoOptions& o) {
-  format::TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces, {.decode_ahead = format::kToolDecodeAhead});
   std::optional<format::DeviceFilter> only;
   if (!o.device.empty()) only = format::parse_device_filter(o.device);
   const format::TraceSummary s = format::summarize(reader, only);

@@ -122,7 +122,7 @@ void run_report(const ReportCommandOptions& o) {
   if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
   ro.by_phase = o.by == "phase";
   ro.include_self = o.include_self;
-  format::TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces, {.decode_ahead = format::kToolDecodeAhead});
   std::optional<PageAccumulators> page;
   if (!o.html.empty()) page.emplace(o, reader).hook(ro, reader);
   const analysis::Report r = analysis::analyse(reader, ro);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "format/chunk_codec.h"
+#include "format/decode_ahead.h"
 #include "format/error.h"
 #include "format/frame.h"
 #include "format/version.h"
@@ -167,6 +168,40 @@ class TraceReader::Impl {
       return {&chunk_, first};
     }
     return load_chunk() ? ChunkView{&chunk_, 0} : ChunkView{};
+  }
+
+  // next_chunk, the chunk moved into `out` (whose old contents it recycles).
+  bool take_chunk(v1::Chunk* out, uint32_t* first_row) {
+    const ChunkView v = next_chunk();
+    if (!v.chunk) return false;
+    out->Swap(&chunk_);
+    *first_row = v.first_row;
+    return true;
+  }
+
+  // What reading has changed since opening, to wind the reader back to: the
+  // chunks decode_ahead read beyond a seek were never read for the caller.
+  struct Progress {
+    ReadStatus status;
+    uint64_t dropped = 0;
+    uint64_t late = 0;
+    int devices = 0;
+    std::vector<uint64_t> accounted;  // per file
+  };
+  void save(Progress* p) const {
+    p->status = status_;
+    p->dropped = dropped_;
+    p->late = late_;
+    p->devices = header_.devices_size();
+    p->accounted.resize(files_.size());
+    for (size_t i = 0; i < files_.size(); ++i) p->accounted[i] = files_[i].accounted;
+  }
+  void restore(const Progress& p) {
+    status_ = p.status;
+    dropped_ = p.dropped;
+    late_ = p.late;
+    header_.mutable_devices()->DeleteSubrange(p.devices, header_.devices_size() - p.devices);
+    for (size_t i = 0; i < files_.size(); ++i) files_[i].accounted = p.accounted[i];
   }
 
   bool next(Io& io) {
@@ -356,22 +391,118 @@ class TraceReader::Impl {
   uint64_t late_ = 0;
 };
 
+// The reader with decode_ahead: the serial reader (Impl) runs on the
+// DecodeAhead's thread, and the caller sees its chunks, and its state as of
+// each chunk, in order. The caller touches the Impl only while that thread is
+// stopped (seek_time), or for what never changes after opening (metadata,
+// index).
+class TraceReader::Ahead {
+ public:
+  Ahead(Impl& impl, unsigned depth)
+      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Decoded& d) { return produce(d); }) {
+    impl_.save(&progress_);
+    pipe_.start();
+  }
+
+  const v1::TraceHeader& header() const { return header_; }
+
+  std::span<const Io> next_batch() {
+    if (!advance()) return {};
+    auto rest = std::span<const Io>(held_->ios).subspan(row_);
+    row_ = held_->ios.size();
+    return rest;
+  }
+  ChunkView next_chunk() {
+    if (!advance()) return {};
+    const ChunkView v{&held_->chunk, static_cast<uint32_t>(row_)};
+    row_ = held_->ios.size();
+    return v;
+  }
+  bool next(Io& io) {
+    if (!advance()) return false;
+    io = held_->ios[row_++];
+    return true;
+  }
+
+  // As the serial reader would from where the caller stands.
+  void seek_time(int64_t t) {
+    pipe_.stop();
+    held_ = nullptr;
+    ended_ = false;
+    impl_.restore(progress_);
+    impl_.seek_time(t);
+    for (int d = header_.devices_size(); d < impl_.header().devices_size(); ++d)
+      *header_.add_devices() = impl_.header().devices(d);
+    impl_.save(&progress_);
+    pipe_.start();
+  }
+
+  const ReadStatus& status() const { return progress_.status; }
+  uint64_t dropped() const { return progress_.dropped; }
+  uint64_t late() const { return progress_.late; }
+
+ private:
+  // One chunk as the thread hands it over, with the reader's state after it.
+  struct Decoded {
+    v1::Chunk chunk;
+    std::vector<Io> ios;     // all its rows; the comm views point into `chunk`
+    uint32_t first_row = 0;  // rows before it were passed over (seek_time)
+    bool end = false;        // no chunk: the end of the trace, or damage
+    std::vector<v1::Device> devices_added;
+    Impl::Progress progress;
+  };
+
+  // On the DecodeAhead's thread.
+  bool produce(Decoded& d) {
+    const int known = impl_.header().devices_size();
+    d.end = !impl_.take_chunk(&d.chunk, &d.first_row);
+    if (!d.end) decode_chunk(d.chunk, &d.ios);
+    const auto& devices = impl_.header().devices();
+    d.devices_added.assign(devices.begin() + known, devices.end());
+    impl_.save(&d.progress);
+    return !d.end;
+  }
+
+  // Makes held_ a chunk with rows left to hand out; false at the end.
+  bool advance() {
+    while (!held_ || row_ >= held_->ios.size()) {
+      if (ended_) return false;
+      held_ = &pipe_.next();
+      for (const auto& dev : held_->devices_added) *header_.add_devices() = dev;
+      progress_ = held_->progress;
+      ended_ = held_->end;
+      row_ = held_->first_row;
+      if (ended_) held_ = nullptr;
+    }
+    return true;
+  }
+
+  Impl& impl_;
+  v1::TraceHeader header_;
+  Impl::Progress progress_;  // as of the chunk handed out last
+  const Decoded* held_ = nullptr;
+  size_t row_ = 0;  // of held_, next to hand out
+  bool ended_ = false;
+  DecodeAhead<Decoded> pipe_;  // last: its thread ends before the members it uses go
+};
+
 TraceReader::TraceReader(std::vector<std::string> paths, ReaderOptions options)
-    : impl_(std::make_unique<Impl>(std::move(paths), options)) {}
+    : impl_(std::make_unique<Impl>(std::move(paths), options)),
+      ahead_(options.decode_ahead ? std::make_unique<Ahead>(*impl_, options.decode_ahead) : nullptr) {}
 TraceReader::TraceReader(const std::string& path, ReaderOptions options)
     : TraceReader(std::vector<std::string>{path}, options) {}
 TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
 TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
-const v1::TraceHeader& TraceReader::header() const { return impl_->header(); }
+const v1::TraceHeader& TraceReader::header() const { return ahead_ ? ahead_->header() : impl_->header(); }
 const std::map<std::string, std::string>& TraceReader::metadata() const { return impl_->metadata(); }
-std::span<const Io> TraceReader::next_batch() { return impl_->next_batch(); }
-bool TraceReader::next(Io& io) { return impl_->next(io); }
-ChunkView TraceReader::next_chunk() { return impl_->next_chunk(); }
-void TraceReader::seek_time(int64_t t) { impl_->seek_time(t); }
-const ReadStatus& TraceReader::status() const { return impl_->status(); }
-uint64_t TraceReader::dropped_events() const { return impl_->dropped(); }
-uint64_t TraceReader::late_ios() const { return impl_->late(); }
+std::span<const Io> TraceReader::next_batch() { return ahead_ ? ahead_->next_batch() : impl_->next_batch(); }
+bool TraceReader::next(Io& io) { return ahead_ ? ahead_->next(io) : impl_->next(io); }
+ChunkView TraceReader::next_chunk() { return ahead_ ? ahead_->next_chunk() : impl_->next_chunk(); }
+void TraceReader::seek_time(int64_t t) { ahead_ ? ahead_->seek_time(t) : impl_->seek_time(t); }
+const ReadStatus& TraceReader::status() const { return ahead_ ? ahead_->status() : impl_->status(); }
+uint64_t TraceReader::dropped_events() const { return ahead_ ? ahead_->dropped() : impl_->dropped(); }
+uint64_t TraceReader::late_ios() const { return ahead_ ? ahead_->late() : impl_->late(); }
 bool TraceReader::has_index() const { return impl_->has_index(); }
 const TraceIndex* TraceReader::index() const { return impl_->index(); }
 

@@ -10,14 +10,6 @@ namespace {
 constexpr uint64_t kSub = uint64_t{1} << LogLinearHistogram::kSubBits;
 }
 
-uint32_t LogLinearHistogram::index_of(uint64_t value) {
-  if (value < kSub) return static_cast<uint32_t>(value);
-  const int e = std::bit_width(value) - 1;  // value in [2^e, 2^(e+1))
-  const int shift = e - kSubBits;
-  const uint64_t mantissa = (value >> shift) - kSub;  // 0 .. kSub-1
-  return static_cast<uint32_t>((static_cast<uint64_t>(shift + 1) << kSubBits) + mantissa);
-}
-
 uint64_t LogLinearHistogram::lowest_in(uint32_t index) {
   if (index < kSub) return index;
   const int shift = static_cast<int>(index >> kSubBits) - 1;
@@ -29,17 +21,6 @@ uint64_t LogLinearHistogram::highest_in(uint32_t index) {
   if (index < kSub) return index;
   const int shift = static_cast<int>(index >> kSubBits) - 1;
   return lowest_in(index) + ((uint64_t{1} << shift) - 1);
-}
-
-void LogLinearHistogram::add(uint64_t value, uint64_t count) {
-  if (count == 0) return;
-  const uint32_t i = index_of(value);
-  if (i >= counts_.size()) counts_.resize(i + 1);
-  counts_[i] += count;
-  if (count_ == 0 || value < min_) min_ = value;
-  max_ = std::max(max_, value);
-  count_ += count;
-  sum_ += static_cast<double>(value) * static_cast<double>(count);
 }
 
 void LogLinearHistogram::merge(const LogLinearHistogram& other) {

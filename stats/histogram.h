@@ -9,6 +9,8 @@
 // seen), which is within kRelativeError = 1/256 (0.39%) of the true value.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +21,17 @@ class LogLinearHistogram {
   static constexpr int kSubBits = 7;
   static constexpr double kRelativeError = 1.0 / (2 << kSubBits);
 
-  void add(uint64_t value, uint64_t count = 1);
+  // In line, as a report adds every IO to several histograms.
+  void add(uint64_t value, uint64_t count = 1) {
+    if (count == 0) return;
+    const uint32_t i = index_of(value);
+    if (i >= counts_.size()) counts_.resize(i + 1);
+    counts_[i] += count;
+    if (count_ == 0 || value < min_) min_ = value;
+    max_ = std::max(max_, value);
+    count_ += count;
+    sum_ += static_cast<double>(value) * static_cast<double>(count);
+  }
   void merge(const LogLinearHistogram& other);
 
   uint64_t count() const { return count_; }
@@ -40,7 +52,14 @@ class LogLinearHistogram {
   std::vector<Bucket> buckets() const;
 
   // Bucket arithmetic, exposed for tests.
-  static uint32_t index_of(uint64_t value);
+  static uint32_t index_of(uint64_t value) {
+    constexpr uint64_t kSub = uint64_t{1} << kSubBits;
+    if (value < kSub) return static_cast<uint32_t>(value);
+    const int e = std::bit_width(value) - 1;  // value in [2^e, 2^(e+1))
+    const int shift = e - kSubBits;
+    const uint64_t mantissa = (value >> shift) - kSub;  // 0 .. kSub-1
+    return static_cast<uint32_t>((static_cast<uint64_t>(shift + 1) << kSubBits) + mantissa);
+  }
   static uint64_t lowest_in(uint32_t index);
   static uint64_t highest_in(uint32_t index);
 

@@ -1,21 +1,19 @@
 // Tests of the analysis module: every expected value is either computed by
 // hand in the comment next to it or computed independently in the test.
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <regex>
@@ -26,6 +24,7 @@
 #include "format/reader.h"
 #include "format/writer.h"
 #include "stats/histogram.h"
+#include "stats/queue_depth.h"
 #include "tests/test_support.h"
 #include "units/units.h"
 
@@ -339,6 +338,132 @@ TEST_CASE("a process's busy time is the union of its own IOs") {
   CHECK(top[0].comm == "a");
   CHECK(top[0].busy_ns == 30);  // [0, 20) and [30, 40)
   CHECK(top[1].busy_ns == 15);
+}
+
+TEST_CASE("per-process totals find an evicted process's newcomer, not the entry it had") {
+  Processes p(2);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 1000, 1, "a"), 1);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 2, "b"), 1);
+  p.add(io_of(format::Op::kWrite, 0, 1, 0, 5, 3, "c"), 1);   // evicts b (10 bytes)
+  p.add(io_of(format::Op::kWrite, 0, 1, 0, 1, 2, "b"), 1);   // evicts c (15 bytes): b again, 15 + 1
+  p.add(io_of(format::Op::kWrite, 0, 1, 0, 2, 2, "b2"), 1);  // same pid, another name: evicts b (16)
+  const auto top = p.top(5);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].comm == "a");
+  CHECK(top[0].bytes == 1000);
+  CHECK(top[1].comm == "b2");
+  CHECK(top[1].pid == 2);
+  CHECK(top[1].bytes == 18);
+  CHECK(top[1].error_bytes == 16);
+  CHECK(top[1].ios == 1);
+  CHECK(p.evictions() == 3);
+}
+
+TEST_CASE("per-process totals follow a name whose memory holds another name in the next batch") {
+  Processes p;
+  std::string name = "fio";
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 100, 7, name), 1);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 100, 7, name), 1);
+  p.new_batch();
+  const char* const memory = name.data();
+  name = "dd!";  // the same length
+  REQUIRE(name.data() == memory);
+  p.add(io_of(format::Op::kRead, 0, 1, 0, 10, 7, name), 1);
+  const auto top = p.top(5);
+  REQUIRE(top.size() == 2);
+  CHECK(top[0].comm == "fio");
+  CHECK(top[0].bytes == 200);
+  CHECK(top[1].comm == "dd!");
+  CHECK(top[1].bytes == 10);
+}
+
+TEST_CASE("per-process totals of interleaved processes sharing pids equal totals summed by name") {
+  std::mt19937_64 rng(7);
+  static const std::vector<std::string> names = {"a", "b", "kworker/0:1", ""};
+  std::map<std::pair<uint32_t, std::string>, uint64_t> expect;
+  Processes p;
+  for (int i = 0; i < 20000; ++i) {
+    // Several names per pid: processes that share a table slot (it goes by pid) alternate.
+    const uint32_t pid = static_cast<uint32_t>(1 + 256 * (rng() % 6) + rng() % 3);
+    const std::string& name = names[rng() % names.size()];
+    const uint64_t length = 512 * (1 + rng() % 8);
+    expect[{pid, name}] += length;
+    p.add(io_of(format::Op::kRead, i, i + 1, 0, length, pid, name), i + 1);
+  }
+  const auto top = p.top(1000);
+  REQUIRE(top.size() == expect.size());
+  for (const auto& e : top) CHECK(e.bytes == expect.at({e.pid, e.comm}));
+  CHECK_FALSE(p.approximate());
+}
+
+TEST_CASE("queue depth equals a count of the outstanding IOs, through deep and reordered queues") {
+  std::mt19937_64 rng(11);
+  std::vector<format::Io> ios;
+  int64_t t = 0;
+  for (int i = 0; i < 6000; ++i) {
+    t += static_cast<int64_t>(rng() % 1000);
+    // Mostly short, some very long: hundreds outstanding, completing in any order.
+    const int64_t latency = rng() % 4 == 0 ? static_cast<int64_t>(rng() % 400'000) : static_cast<int64_t>(rng() % 3000);
+    ios.push_back(io_of(format::Op::kRead, t, rng() % 20 == 0 ? format::kNoTime : t + latency, 0, 4096));
+  }
+  stats::QueueDepth qd;
+  std::array<uint64_t, 8> buckets{};
+  uint64_t max = 0, sum = 0;
+  for (size_t i = 0; i < ios.size(); ++i) {
+    qd.add(ios[i]);
+    uint64_t depth = 1;
+    for (size_t j = 0; j < i; ++j)
+      depth += ios[j].has_complete() && ios[j].complete_ns > ios[j].issue_ns && ios[j].complete_ns > ios[i].issue_ns;
+    ++buckets[static_cast<size_t>(stats::QueueDepth::bucket_of(depth))];
+    max = std::max(max, depth);
+    sum += depth;
+  }
+  CHECK(max > 100);
+  CHECK(qd.max() == max);
+  CHECK(qd.buckets() == buckets);
+  CHECK(qd.mean() == Approx(static_cast<double>(sum) / static_cast<double>(ios.size())));
+}
+
+TEST_CASE("report with decode_ahead equals the serial report, on rotated parts the last of them cut short") {
+  test::TempDir dir;
+  std::mt19937_64 rng(5);
+  static const std::vector<std::string> names = {"fio", "postgres", "kworker/u8:2"};
+  format::WriterOptions wo;
+  wo.chunk_ios = 500;
+  int64_t t = 0;
+  for (int part = 0; part < 2; ++part) {
+    v1::TraceHeader h;
+    *h.add_devices() = device(8, 0);
+    format::TraceWriter w(dir.file("p" + std::to_string(part) + ".iot"), h, wo);
+    for (int i = 0; i < 20000; ++i) {
+      if (part == 1 && i == 9000) w.add_device(device(259, 0));
+      t += static_cast<int64_t>(rng() % 50'000);
+      format::Io io = io_of(rng() % 3 ? format::Op::kRead : format::Op::kWrite, t,
+                            t + static_cast<int64_t>(rng() % 2'000'000), (rng() % 100000) * 4096,
+                            4096 * (1 + rng() % 32), static_cast<uint32_t>(100 + rng() % 7), names[rng() % 3]);
+      io.device = part == 1 && i >= 9000 ? static_cast<uint32_t>(rng() % 2) : 0;
+      w.append(io);
+    }
+    w.close();
+  }
+  const std::string whole = test::read_file(dir.file("p1.iot"));
+  test::write_file(dir.file("p1.iot"), whole.substr(0, whole.size() * 3 / 4));  // inside a chunk
+  const std::vector<std::string> parts = {dir.file("p0.iot"), dir.file("p1.iot")};
+  auto report = [&](unsigned ahead, const ReportOptions& ro) {
+    format::TraceReader reader(parts, {.decode_ahead = ahead});
+    const Report r = analyse(reader, ro);
+    CHECK(r.status.damaged);
+    return report_json(r, reader.header(), OutputOptions{parts, true, 100}).dump();
+  };
+  ReportOptions only_second;
+  only_second.device = format::DeviceFilter{259, 0};
+  only_second.window.start_ns = 100'000'000;
+  for (const ReportOptions& ro : {ReportOptions{}, only_second}) {
+    const std::string serial = report(0, ro);
+    CHECK(serial.find("\"ios\":0,") == std::string::npos);
+    CHECK(report(1, ro) == serial);
+    CHECK(report(4, ro) == serial);
+  }
 }
 
 // The MSR sample, read straight from its CSV, checked against totals computed

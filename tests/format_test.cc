@@ -5,12 +5,16 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "format/chunk_codec.h"
+#include "format/decode_ahead.h"
 #include "format/error.h"
 #include "format/frame.h"
 #include "format/reader.h"
@@ -97,6 +101,29 @@ void require_same(const format::Io& a, const format::Io& b) {
   REQUIRE(a.cgroup == b.cgroup);
   REQUIRE(a.cpu == b.cpu);
   REQUIRE(a.source_index == b.source_index);
+}
+
+// A trace of `devices` devices that adds nvme0n1 (259:0) before the IO `at`,
+// which it gives that IO and those after it, losing `dropped` events there
+// and 5 more at the end.
+void write_adding_device(const std::string& path, const std::vector<OwnedIo>& ios, uint32_t devices, size_t at,
+                         uint64_t dropped, format::WriterOptions opt) {
+  format::TraceWriter w(path, test_header(devices), opt);
+  for (size_t i = 0; i < ios.size(); ++i) {
+    if (i == at) {
+      v1::Device d;
+      d.set_major(259);
+      d.set_minor(0);
+      d.set_name("nvme0n1");
+      REQUIRE(w.add_device(d) == devices);
+      w.add_dropped(dropped);
+    }
+    format::Io io = ios[i].io;
+    if (i >= at) io.device = devices;
+    w.append(io);
+  }
+  w.add_dropped(5);
+  w.close();
 }
 
 std::vector<format::Io> read_all(format::TraceReader& r, std::vector<std::string>* comms) {
@@ -348,24 +375,7 @@ TEST_CASE("dropped events and late devices are kept in the trace") {
   auto ios = random_ios(3000, 3, 1);
   format::WriterOptions opt;
   opt.chunk_ios = 1000;
-  {
-    format::TraceWriter w(dir.file("d.iot"), test_header(1), opt);
-    for (size_t i = 0; i < ios.size(); ++i) {
-      if (i == 1500) {
-        v1::Device d;
-        d.set_major(259);
-        d.set_minor(0);
-        d.set_name("nvme0n1");
-        CHECK(w.add_device(d) == 1);
-        w.add_dropped(7);
-      }
-      format::Io io = ios[i].io;
-      if (i >= 1500) io.device = 1;
-      w.append(io);
-    }
-    w.add_dropped(5);
-    w.close();
-  }
+  write_adding_device(dir.file("d.iot"), ios, 1, 1500, 7, opt);
   for (bool with_index : {true, false}) {
     if (!with_index) {
       // Cut the index off: the chunks alone must carry devices and losses.
@@ -709,6 +719,136 @@ TEST_CASE("a full disk stops the writer with a clear error and a valid file") {
   auto got = read_all(r, &comms);
   CHECK(got.size() == written);
   CHECK_FALSE(r.status().damaged);
+}
+
+namespace {
+
+// Reads `paths` twice, serially and with decode_ahead, in the same mixed steps
+// (batches, single IOs, whole chunks, seeks), and requires the same IOs and
+// the same state (devices, losses, damage) after every step. Returns the IOs.
+size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::ReaderOptions opt,
+                                 const std::vector<int64_t>& seeks = {}) {
+  format::TraceReader serial(paths, opt);
+  opt.decode_ahead = 2;
+  format::TraceReader ahead(paths, opt);
+  auto same_state = [&] {
+    REQUIRE(ahead.header().devices_size() == serial.header().devices_size());
+    REQUIRE(ahead.dropped_events() == serial.dropped_events());
+    REQUIRE(ahead.late_ios() == serial.late_ios());
+    REQUIRE(ahead.status().damaged == serial.status().damaged);
+    REQUIRE(ahead.status().message == serial.status().message);
+    REQUIRE(ahead.status().file_offset == serial.status().file_offset);
+    REQUIRE(ahead.status().skipped_regions == serial.status().skipped_regions);
+  };
+  CHECK(ahead.metadata() == serial.metadata());
+  CHECK(ahead.has_index() == serial.has_index());
+  size_t ios = 0;
+  std::vector<format::Io> decoded;
+  for (size_t step = 0, seek = 0;; ++step) {
+    INFO("step " << step);
+    if (step % 7 == 6 && seek < seeks.size()) {
+      serial.seek_time(seeks[seek]);
+      ahead.seek_time(seeks[seek++]);
+    } else if (step % 3 == 1) {
+      format::Io a, b;
+      const bool more = serial.next(a);
+      REQUIRE(ahead.next(b) == more);
+      if (!more) break;
+      require_same(b, a);
+      ++ios;
+    } else if (step % 3 == 2) {
+      const format::ChunkView a = serial.next_chunk(), b = ahead.next_chunk();
+      REQUIRE(bool(b.chunk) == bool(a.chunk));
+      if (!a.chunk) break;
+      REQUIRE(b.first_row == a.first_row);
+      REQUIRE(b.chunk->SerializeAsString() == a.chunk->SerializeAsString());
+      ios += a.chunk->count() - a.first_row;
+    } else {
+      const auto a = serial.next_batch();
+      const std::vector<format::Io> rows(a.begin(), a.end());
+      const auto b = ahead.next_batch();
+      REQUIRE(b.size() == rows.size());
+      if (rows.empty()) break;
+      for (size_t i = 0; i < rows.size(); ++i) require_same(b[i], rows[i]);
+      ios += rows.size();
+    }
+    same_state();
+  }
+  same_state();
+  return ios;
+}
+
+}  // namespace
+
+TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotated, seeking") {
+  TempDir dir;
+  const auto ios = random_ios(6000, 21);
+  const format::WriterOptions opt{.chunk_ios = 250};
+  // Two rotated parts; the second adds a device and counts lost events.
+  write_trace(dir.file("p0.iot"), {ios.begin(), ios.begin() + 2500}, opt);
+  write_adding_device(dir.file("p1.iot"), {ios.begin() + 2500, ios.end()}, 3, 1500, 9, opt);
+  const std::vector<std::string> parts = {dir.file("p0.iot"), dir.file("p1.iot")};
+  CHECK(require_decode_ahead_same(parts, {}) == ios.size());
+  const std::vector<int64_t> seeks = {ios[3000].io.issue_ns, ios[10].io.issue_ns, ios[5990].io.issue_ns,
+                                      ios.back().io.issue_ns + 1, ios[0].io.issue_ns};
+  require_decode_ahead_same(parts, {}, seeks);
+
+  // The second part cut short, at frame boundaries and inside frames, with and without its index.
+  const std::string data = read_file(dir.file("p1.iot"));
+  const auto frames = frame_offsets(data);
+  std::mt19937 rng(22);
+  std::vector<uint64_t> cuts(frames.begin() + 1, frames.end());
+  for (int i = 0; i < 20; ++i) cuts.push_back(frames[1] + rng() % (data.size() - frames[1]));
+  for (uint64_t cut : cuts) {
+    INFO("cut at byte " << cut);
+    write_file(dir.file("cut.iot"), data.substr(0, cut));
+    const std::vector<std::string> cut_parts = {dir.file("p0.iot"), dir.file("cut.iot")};
+    CHECK(require_decode_ahead_same(cut_parts, {}) >= 2500);
+    require_decode_ahead_same(cut_parts, {}, seeks);
+  }
+
+  // A corrupt chunk: the stream ends there, or is read past with skip_damaged.
+  std::string corrupt = data;
+  corrupt[frames[5] + format::frame::kHeaderSize + 10] ^= 0x55;
+  write_file(dir.file("bad.iot"), corrupt);
+  const std::vector<std::string> bad_parts = {dir.file("p0.iot"), dir.file("bad.iot")};
+  CHECK(require_decode_ahead_same(bad_parts, {}) == 2500 + 4 * 250);
+  CHECK(require_decode_ahead_same(bad_parts, {.skip_damaged = true}) == ios.size() - 250);
+}
+
+TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the producer's error after them") {
+  std::atomic<int> made = 0;
+  format::DecodeAhead<int> pipe(2, [&](int& out) {
+    if (made == 5) throw std::runtime_error("unreadable");
+    out = made++;
+    return true;
+  });
+  pipe.start();
+  CHECK(pipe.next() == 0);
+  for (int i = 0; i < 500 && made < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(made == 3);  // the one held and two ahead, no more
+  for (int i = 1; i < 5; ++i) CHECK(pipe.next() == i);
+  CHECK_THROWS_WITH(pipe.next(), "unreadable");
+  CHECK_THROWS_WITH(pipe.next(), "unreadable");
+  pipe.stop();
+  made = 3;
+  pipe.start();
+  CHECK(pipe.next() == 3);
+}
+
+TEST_CASE("decode_ahead keeps the caller's IOs valid until its next call, whatever the thread decodes") {
+  TempDir dir;
+  const auto ios = random_ios(3000, 23);
+  write_trace(dir.file("t.iot"), ios, {.chunk_ios = 100});
+  format::TraceReader r(dir.file("t.iot"), {.decode_ahead = 1});
+  size_t n = 0;
+  for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) {
+    // Time for the thread to fill every buffer it has before the batch is read.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (const format::Io& io : b) require_same(io, ios[n++].io);
+  }
+  CHECK(n == ios.size());
 }
 
 TEST_CASE("files that are not traces are refused with the file and offset") {

@@ -113,7 +113,7 @@ Played play_windows(format::TraceReader& reader, const CutOptions& o, const std:
 // their source's times; other phases are renumbered to positions and times of
 // the output. Reads the chosen windows once more.
 std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<ChosenWindow>& chosen, int64_t origin) {
-  format::TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces, {.decode_ahead = format::kToolDecodeAhead});
   const v1::TraceHeader& h = reader.header();
   const format::PhaseMap map(h);
   const bool replayed = h.source() == v1::SOURCE_REPLAY;
@@ -301,7 +301,7 @@ CutResult cut(const CutOptions& o) {
       if (result.chosen[i].activity.start_ns < result.chosen[i - 1].activity.end_ns)
         throw format::UsageError("windows overlap: give them without overlaps");
   } else {
-    format::TraceReader pass1(o.traces);
+    format::TraceReader pass1(o.traces, {.decode_ahead = format::kToolDecodeAhead});
     const auto activity = measure_windows(pass1, o.filter, o.length_ns, o.score_discards);
     result.windows_measured = activity.windows.size();
     result.windows_within = activity.within();
@@ -310,7 +310,7 @@ CutResult cut(const CutOptions& o) {
     result.chosen = o.mode == CutMode::kHeavy ? pick_heavy(activity, o.count, &result.note)
                                               : pick_light(activity, o.count, &result.note);
   }
-  format::TraceReader reader(o.traces);
+  format::TraceReader reader(o.traces, {.decode_ahead = format::kToolDecodeAhead});
   int64_t origin = format::kNoTime;
   {
     format::Io first;

@@ -1,0 +1,114 @@
+// DecodeAhead: the bounded, ordered hand-over between a thread that reads and
+// decodes chunks and the one that uses them (TraceReader with
+// ReaderOptions::decode_ahead). `Item` is what one chunk becomes: default
+// constructible, filled again and again (its buffers are recycled).
+//
+// Threads: DecodeAhead runs `produce` on a thread of its own, between start()
+// and stop(), one call at a time and in order. Every other member is called by
+// one consumer thread. At most `depth` items are produced ahead of the one the
+// consumer holds, so memory is bounded by depth + 1 items whatever the
+// trace's length. The item next() returns is the consumer's until its next
+// call to next() or stop(). The destructor stops the thread.
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace iotape::format {
+
+template <class Item>
+class DecodeAhead {
+ public:
+  // Fills the next item, recycling what `out` held; returns false when it was
+  // the last (the end of the stream), after which it is not called again
+  // until the next start().
+  using Produce = std::function<bool(Item& out)>;
+
+  DecodeAhead(unsigned depth, Produce produce) : produce_(std::move(produce)) {
+    for (unsigned i = 0; i < std::max(depth, 1u) + 1; ++i) free_.push_back(std::make_unique<Item>());
+  }
+  ~DecodeAhead() { stop(); }
+  DecodeAhead(const DecodeAhead&) = delete;
+  DecodeAhead& operator=(const DecodeAhead&) = delete;
+
+  void start() {
+    stopping_ = false;
+    error_ = nullptr;
+    thread_ = std::thread(&DecodeAhead::run, this);
+  }
+
+  // Waits for the thread to end and discards the items not handed over.
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+    for (; !ready_.empty(); ready_.pop_front()) free_.push_back(std::move(ready_.front()));
+    if (held_) free_.push_back(std::move(held_));
+  }
+
+  // The next item in order, waiting for it. An exception thrown by produce is
+  // rethrown here, and by every later call, once the items produced before it
+  // were handed over.
+  // REQUIRES: started, and the last item not handed over yet.
+  Item& next() {
+    std::unique_lock lock(mutex_);
+    if (held_) {
+      free_.push_back(std::move(held_));
+      changed_.notify_all();
+    }
+    changed_.wait(lock, [&] { return !ready_.empty() || error_; });
+    if (ready_.empty()) std::rethrow_exception(error_);
+    held_ = std::move(ready_.front());
+    ready_.pop_front();
+    return *held_;
+  }
+
+ private:
+  void run() {
+    for (bool more = true; more;) {
+      std::unique_ptr<Item> item;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !free_.empty(); });
+        if (stopping_) return;
+        item = std::move(free_.front());
+        free_.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        more = produce_(*item);
+      } catch (...) {
+        error = std::current_exception();
+        more = false;
+      }
+      {
+        std::lock_guard lock(mutex_);
+        if (error) error_ = error;
+        (error ? free_ : ready_).push_back(std::move(item));
+      }
+      changed_.notify_all();
+    }
+  }
+
+  const Produce produce_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<Item>> free_;   // for the producer to fill
+  std::deque<std::unique_ptr<Item>> ready_;  // filled, in order
+  std::unique_ptr<Item> held_;               // the consumer's
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace iotape::format
