@@ -3,16 +3,19 @@
 // refuse what they must, errors are recorded, --dry-run touches nothing.
 // Truth comes from outside iotape: the kernel's blk tracer and
 // /sys/block/*/stat, and queue depths computed here from raw times.
-#include <sys/mount.h>
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +24,7 @@
 #include <queue>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "analysis/accumulators.h"
@@ -471,6 +475,129 @@ TEST_CASE("replay: IOs due at once reach the device without waiting in a plug", 
   const int64_t p50 = waits[waits.size() / 2];
   INFO("queue to issue at the block layer: p50 " << p50 << " ns, p90 " << waits[waits.size() * 9 / 10] << " ns");
   CHECK(p50 <= 5'000);
+}
+
+// The most intervals open at once, from (start, end) pairs: an end at the
+// instant of a start closes first (the slot was free again).
+size_t max_overlap(const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  std::vector<std::pair<int64_t, int>> edges;
+  for (const auto& [a, b] : spans) {
+    edges.emplace_back(a, 1);
+    edges.emplace_back(b, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  size_t open = 0, most = 0;
+  for (const auto& e : edges) {
+    open += e.second;
+    most = std::max(most, open);
+  }
+  return most;
+}
+
+// The most requests the kernel counted in flight on `dev` (its
+// /sys/block/X/inflight, read and write) while `run` ran, sampled as often as
+// a thread can read it.
+template <class Run>
+uint64_t most_in_flight(const LoopDevice& dev, Run run) {
+  std::atomic<bool> done{false};
+  uint64_t most = 0;
+  std::thread sampler([&] {
+    const int fd = ::open(("/sys/block/" + dev.name() + "/inflight").c_str(), O_RDONLY);
+    char buf[64];
+    while (fd >= 0 && !done.load()) {
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      if (n <= 0) break;
+      buf[n] = '\0';
+      uint64_t reads = 0, writes = 0;
+      std::sscanf(buf, "%lu %lu", &reads, &writes);
+      most = std::max(most, reads + writes);
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  run();
+  done = true;
+  sampler.join();
+  return most;
+}
+
+// --threads 2: two rings share --qd 8 (never more than 8 IOs in flight, as
+// the kernel counts them at the device and as the result's submission and
+// reap times enclose them, yet more than one ring's share of 4 at once), and
+// the result holds the trace's IOs, each once, in issue order, as one
+// thread's result does.
+TEST_CASE("replay --threads: afap on several rings keeps --qd and the trace's IOs", "[root][afap][threads]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(256 * kMiB);
+  std::mt19937_64 rng(23);
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 30000; ++i)  // 8 batches of the schedule's feed: each ring gets several, one a short one
+    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 20'000));
+  const std::string trace = dir.file("src.iotape");
+  write_trace(trace, ios, 256 * kMiB);
+  test::run("udevadm settle");
+  for (const int threads : {1, 2}) {
+    DYNAMIC_SECTION("--threads " << threads) {
+      const std::string result = dir.file(fmt::format("threads{}.iotape", threads));
+      const uint64_t device_most = most_in_flight(loop, [&] {
+        const auto r = test::run(replay_cmd(trace, loop.path(), result,
+                                            fmt::format("--timing afap --qd 8 --times user --threads {}", threads)));
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+      });
+      INFO("most in flight at the device: " << device_most);
+      CHECK(device_most <= 8);
+      if (threads == 2) CHECK(device_most > 4);
+      const auto out = read_all(result);
+      REQUIRE(out.size() == ios.size());
+      std::vector<std::pair<int64_t, int64_t>> replayed;
+      std::vector<bool> seen(ios.size());
+      size_t out_of_order = 0, wrong = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const auto idx = static_cast<size_t>(out[i].source_index);
+        REQUIRE(idx < ios.size());
+        CHECK_FALSE(seen[idx]);
+        seen[idx] = true;
+        wrong += out[i].offset != ios[idx].offset || out[i].length != 4096 || out[i].status != 0;
+        out_of_order += i > 0 && out[i].issue_ns < out[i - 1].issue_ns;
+        replayed.emplace_back(out[i].issue_ns, out[i].complete_ns);
+      }
+      CHECK(std::count(seen.begin(), seen.end(), true) == static_cast<long>(ios.size()));
+      CHECK(wrong == 0);
+      CHECK(out_of_order == 0);
+      // Submission to reap encloses each IO's time at the device.
+      const size_t most = max_overlap(replayed);
+      INFO("most IOs in flight from submission to reap: " << most);
+      CHECK(most <= 8);
+      if (threads == 2) CHECK(most > 4);
+    }
+  }
+}
+
+// --threads above 1 is for afap with a fixed --qd of at least one IO per
+// thread, no idle gaps and the replayer's times; refused before anything is
+// touched otherwise.
+TEST_CASE("replay --threads: what several rings cannot replay is refused", "[threads]") {
+  TempDir dir;
+  const std::string trace = dir.file("src.iotape"), target = dir.file("target.bin"), result = dir.file("r.iotape");
+  write_trace(trace, {make_io(0, format::Op::kRead, 0, 4096), make_io(50'000, format::Op::kRead, 8192, 4096)},
+              16 * kMiB);
+  write_file(target, std::string(16 * kMiB, 'x'));
+  const std::pair<std::string, std::string> refused[] = {
+      {"--threads 2 --qd 8 --times user", "--timing afap"},
+      {"--threads 2 --timing afap --times user", "--qd N"},
+      {"--threads 4 --timing afap --qd 2 --times user", "--qd 2"},
+      {"--threads 2 --timing afap --qd 8 --max-idle 5ms --times user", "--max-idle"},
+      {"--threads 0 --timing afap --qd 8 --times user", "--threads"},
+      {"--threads 2 --timing afap --qd 8 --times device", "--times device"},
+  };
+  for (const auto& [options, named] : refused) {
+    const auto r = test::run(replay_cmd(trace, target, result, options) + " 2>&1");
+    INFO(options << ": " << r.output);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find(named) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(result));
+  }
 }
 
 TEST_CASE("unsafe targets and writes without --allow-write are refused, untouched", "[root]") {
