@@ -1,7 +1,5 @@
 #include "replay/issue_lanes.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <exception>
 #include <latch>
@@ -9,6 +7,7 @@
 
 #include "host/clocks.h"
 #include "replay/engine.h"
+#include "replay/saturation.h"
 
 namespace iotape::replay {
 namespace {
@@ -27,7 +26,7 @@ struct Lanes {
   std::vector<Outcome> outs;
   std::vector<LaneCounts> counts;
   std::vector<std::exception_ptr> errors;
-  std::vector<int64_t> cpu_ns, end_ns;
+  std::vector<int64_t> cpu_ns, wait_ns, end_ns;
   std::latch ready;  // every lane is set up (or failed)
   std::latch go{1};  // start_ns is set, or aborted
   std::atomic<bool> halt{false};
@@ -47,6 +46,7 @@ struct Lanes {
         counts(n),
         errors(n),
         cpu_ns(n),
+        wait_ns(n),
         end_ns(n),
         ready(n) {}
 
@@ -64,10 +64,11 @@ struct Lanes {
       counted = true;
       go.wait();
       if (!aborted) {
-        const int64_t cpu = thread_cpu_ns();
+        const int64_t cpu = thread_cpu_ns(), wait = thread_cpu_wait_ns();
         loop.run(start_ns, stop, halt);
         end_ns[i] = host::monotonic_ns();
         cpu_ns[i] = thread_cpu_ns() - cpu;
+        wait_ns[i] = thread_cpu_wait_ns() - wait;
       }
       loop.hand_over_rest();
     } catch (...) {
@@ -83,13 +84,6 @@ struct Lanes {
 
 uint32_t lane_share(uint32_t qd, uint32_t lanes, uint32_t lane) { return qd / lanes + (lane < qd % lanes ? 1 : 0); }
 
-int64_t thread_cpu_ns() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000'000LL +
-         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1'000LL;
-}
-
 LanesRun run_lanes(const Prepared& p, ScheduleFeed& feed, ResultWriter& result, Fidelity& fidelity, Outcome& out,
                    const std::atomic<bool>& stop, const std::function<void(const Progress&)>& progress) {
   Lanes lanes(p, feed, result, fidelity, stop, progress);
@@ -104,7 +98,8 @@ LanesRun run_lanes(const Prepared& p, ScheduleFeed& feed, ResultWriter& result, 
   for (auto& t : threads) t.join();
   for (const auto& e : lanes.errors)
     if (e) std::rethrow_exception(e);
-  LanesRun run{.start_ns = lanes.start_ns, .end_ns = lanes.start_ns, .lane_cpu_ns = lanes.cpu_ns};
+  LanesRun run{
+      .start_ns = lanes.start_ns, .end_ns = lanes.start_ns, .lane_cpu_ns = lanes.cpu_ns, .lane_wait_ns = lanes.wait_ns};
   for (uint32_t i = 0; i < lanes.n; ++i) {
     run.end_ns = std::max(run.end_ns, lanes.end_ns[i]);
     out.interrupted |= lanes.outs[i].interrupted;

@@ -33,14 +33,12 @@ namespace iotape::replay {
 // REQUIRES: lanes >= 1, qd >= lanes.
 uint32_t lane_share(uint32_t qd, uint32_t lanes, uint32_t lane);
 
-// Nanoseconds of CPU the calling thread has used (user + system).
-int64_t thread_cpu_ns();
-
 // What the issue threads did over the timed replay.
 struct LanesRun {
   int64_t start_ns = 0;              // the schedule's start (monotonic)
   int64_t end_ns = 0;                // when the last lane's last IO completed
   std::vector<int64_t> lane_cpu_ns;  // each issue thread's CPU time over its run (RUSAGE_THREAD)
+  std::vector<int64_t> lane_wait_ns;  // each issue thread's time waiting for a CPU over its run
 };
 
 // Runs the timed replay on p.options.threads lanes (at least 1) and returns

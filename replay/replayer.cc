@@ -265,7 +265,8 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
 
 // The replay's steps: prefill, the schedule, device times, the result (its
 // header and writer thread), the schedule's decoder thread, the timed issue
-// threads (each with its engine), then the result's metadata.
+// threads (each with its engine), then how busy they and the devices were and
+// the result's metadata.
 Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::function<void(const Progress&)>& progress) {
   const ReplayOptions& o = p.options;
   format::TraceReader reader(o.traces);
@@ -291,6 +292,7 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   ScheduleFeed feed(schedule, lanes);
   PreciseTimers precise;  // before the issue threads start: they inherit it
   const CpuLoad cpu;
+  const DeviceBusy device_busy(p.targets);
   const LanesRun run = run_lanes(p, feed, result, fidelity, out, stop, progress);
 
   // The replay lasted until its last completion; encoding what is left of the
@@ -298,6 +300,15 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   out.duration_ns = run.end_ns - run.start_ns;
   out.cpu_ns = cpu.process_cpu_ns();
   out.host_cpu_busy = cpu.host_busy();
+  out.device_busy = device_busy.shares(out.duration_ns);
+  const auto share = [&](int64_t ns) {
+    return out.duration_ns > 0 ? std::min(1.0, static_cast<double>(ns) / static_cast<double>(out.duration_ns)) : 0.0;
+  };
+  for (size_t i = 0; i < run.lane_cpu_ns.size(); ++i) {
+    out.issue_cpu_ns += run.lane_cpu_ns[i];
+    out.issue_threads.push_back({.busy = share(run.lane_cpu_ns[i]), .waiting = share(run.lane_wait_ns[i])});
+  }
+  out.host_limit = host_limit_warning(out.issue_threads, out.device_busy);
   result.finish();
   feed.rethrow_error();
   out.fidelity = fidelity.summary();

@@ -204,6 +204,21 @@ void ResultWriter::write_outcome(const Outcome& out, bool prefilled) {
   writer_.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
   writer_.set_metadata("replay.cpu_ns", std::to_string(out.cpu_ns));
   writer_.set_metadata("replay.host_cpu_busy", fmt::format("{:.4f}", out.host_cpu_busy));
+  if (out.ios) {
+    const auto per_io = [&](int64_t ns) { return fmt::format("{:.0f}", static_cast<double>(ns) / out.ios); };
+    writer_.set_metadata("replay.cpu_ns_per_io", per_io(out.cpu_ns));
+    writer_.set_metadata("replay.issue_cpu_ns_per_io", per_io(out.issue_cpu_ns));
+  }
+  std::string busy, waiting;
+  for (const ThreadUse& t : out.issue_threads) {
+    busy += fmt::format("{}{:.3f}", busy.empty() ? "" : " ", t.busy);
+    waiting += fmt::format("{}{:.3f}", waiting.empty() ? "" : " ", t.waiting);
+  }
+  writer_.set_metadata("replay.issue_threads", std::to_string(out.issue_threads.size()));
+  writer_.set_metadata("replay.issue_thread_utilisation", busy);
+  writer_.set_metadata("replay.issue_thread_cpu_wait", waiting);
+  if (!out.device_busy.empty()) writer_.set_metadata("replay.device_busy", describe(out.device_busy));
+  writer_.set_metadata("replay.host_limited", out.host_limit.empty() ? "false" : "true");
   if (device_) {
     writer_.set_metadata("replay.device_timed_ios", std::to_string(out.device.timed));
     writer_.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));
