@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "host/clocks.h"
+#include "replay/cpu_load.h"
 #include "replay/engine.h"
 #include "replay/saturation.h"
 

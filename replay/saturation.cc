@@ -1,7 +1,6 @@
 #include "replay/saturation.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <fstream>
@@ -28,13 +27,6 @@ std::string device_name(uint32_t major, uint32_t minor) {
 }
 
 }  // namespace
-
-int64_t thread_cpu_ns() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000'000LL +
-         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1'000LL;
-}
 
 int64_t thread_cpu_wait_ns() {
   std::ifstream in("/proc/thread-self/schedstat");

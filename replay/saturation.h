@@ -23,8 +23,6 @@ namespace iotape::replay {
 // An issue thread's or device's busy share at or above this is saturated.
 constexpr double kSaturated = 0.9;
 
-// Nanoseconds of CPU the calling thread has used (user + system).
-int64_t thread_cpu_ns();
 // Nanoseconds the calling thread has waited for a CPU while ready to run
 // (/proc/thread-self/schedstat; 0 where the kernel keeps no such count).
 int64_t thread_cpu_wait_ns();

@@ -89,6 +89,16 @@ format::Io make_io(int64_t t, format::Op op, uint64_t offset, uint64_t length, i
   return io;
 }
 
+// `n` reads of `length` bytes at random block-aligned offsets below `span`,
+// 1 us apart, each 20 us long as recorded.
+std::vector<format::Io> random_reads(int n, uint64_t seed, uint64_t span, uint64_t length = 4096) {
+  std::mt19937_64 rng(seed);
+  std::vector<format::Io> ios;
+  for (int i = 0; i < n; ++i)
+    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % span) / 4096 * 4096, length, 20'000));
+  return ios;
+}
+
 std::string replay_cmd(const std::string& trace, const std::string& target, const std::string& result,
                        const std::string& extra) {
   return iotape::test::iotape_binary() + " replay " + trace + " --target " + target + " -o " + result + " " + extra;
@@ -457,10 +467,7 @@ TEST_CASE("replay: IOs due at once reach the device without waiting in a plug", 
   if (!test::require_root("attach loop devices and use the blk tracer")) return;
   TempDir dir;
   LoopDevice loop(256 * kMiB);
-  std::mt19937_64 rng(17);
-  std::vector<format::Io> ios;
-  for (int i = 0; i < 20000; ++i)
-    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 20'000));
+  const std::vector<format::Io> ios = random_reads(20000, 17, 250 * kMiB);
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 256 * kMiB);
   test::run("udevadm settle");
@@ -531,10 +538,8 @@ TEST_CASE("replay --threads: afap on several rings keeps --qd and the trace's IO
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(256 * kMiB);
-  std::mt19937_64 rng(23);
-  std::vector<format::Io> ios;
-  for (int i = 0; i < 30000; ++i)  // 8 batches of the schedule's feed: each ring gets several, one a short one
-    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % (250 * kMiB)) / 4096 * 4096, 4096, 20'000));
+  // 8 batches of the schedule's feed: each ring gets several, one a short one.
+  const std::vector<format::Io> ios = random_reads(30000, 23, 250 * kMiB);
   const std::string trace = dir.file("src.iotape");
   write_trace(trace, ios, 256 * kMiB);
   test::run("udevadm settle");
@@ -634,10 +639,7 @@ TEST_CASE("replay: a slow device's replay records its CPU and busy shares and is
   LoopDevice loop(64 * kMiB, true, "/var/tmp");
   REQUIRE(test::run("dd if=/dev/urandom of=" + loop.path() + " bs=1M count=64 oflag=direct status=none").exit_code ==
           0);
-  std::mt19937_64 rng(29);
-  std::vector<format::Io> ios;
-  for (int i = 0; i < 1000; ++i)
-    ios.push_back(make_io(i * 1'000, format::Op::kRead, (rng() % (60 * kMiB)) / 4096 * 4096, 256 * 1024, 20'000));
+  const std::vector<format::Io> ios = random_reads(1000, 29, 60 * kMiB, 256 * 1024);
   const std::string trace = dir.file("src.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 64 * kMiB);
   test::run("udevadm settle");
