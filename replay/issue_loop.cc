@@ -53,7 +53,7 @@ void ScheduleFeed::decode(Schedule& schedule) {
     while (schedule.next(io)) {
       batch.push_back(io);
       if (batch.size() < kBatch) continue;
-      if (!lanes_[lane].q_.push(batch)) return;
+      if (!lanes_[lane].q_.push(batch)) break;  // a lane stopped: the replay is stopping
       lane = (lane + 1) % lanes_.size();
     }
     if (!batch.empty()) lanes_[lane].q_.push(batch);
@@ -109,6 +109,7 @@ void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop, std::atomic
       out_.interrupted = true;
       have_next_ = false;
       fed_all_ = true;
+      feed_.stop();
     }
     const int64_t now = host::monotonic_ns();
     const Admitted a = admit(now);

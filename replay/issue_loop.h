@@ -84,6 +84,9 @@ class FeedLane {
         return Fed::kEnd;
     }
   }
+  // No more IOs wanted: the decoder stops (and ends every lane) when it next
+  // has a batch for this one, so no lane waits for IOs it cannot have.
+  void stop() { q_.close(); }
 
  private:
   friend class ScheduleFeed;

@@ -606,6 +606,49 @@ TEST_CASE("replay --threads: what several rings cannot replay is refused", "[thr
   }
 }
 
+// SIGINT stops every issue thread: none waits for IOs the others will not
+// take any more, and the result holds what was issued, each IO once, in
+// issue order.
+TEST_CASE("replay --threads: SIGINT stops every ring cleanly", "[root][threads]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(256 * kMiB);
+  const std::vector<format::Io> ios = random_reads(20000, 31, 255 * kMiB, kMiB);  // 20 GiB: seconds of reading
+  const std::string trace = dir.file("long.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 256 * kMiB);
+  const std::string bin = test::iotape_binary();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl(bin.c_str(), bin.c_str(), "replay", trace.c_str(), "--target", loop.path().c_str(), "-o", result.c_str(),
+            "--timing", "afap", "--qd", "8", "--threads", "2", "--times", "user", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::usleep(700'000);
+  ::kill(pid, SIGINT);
+  int st = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i, ::usleep(100'000)) done = ::waitpid(pid, &st, WNOHANG);
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+    FAIL("the replay did not end within 30 s of SIGINT");
+  }
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  const auto out = read_all(result);
+  CHECK(out.size() > 50);
+  CHECK(out.size() < ios.size());
+  std::vector<bool> seen(ios.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto idx = static_cast<size_t>(out[i].source_index);
+    REQUIRE(idx < ios.size());
+    CHECK_FALSE(seen[idx]);
+    seen[idx] = true;
+    if (i) CHECK(out[i].issue_ns >= out[i - 1].issue_ns);
+  }
+}
+
 // The rule of the host-limit warning, on figures worked out by hand.
 TEST_CASE("replay: the host is named the limit when an issue thread saturates while the devices do not",
           "[saturation]") {
