@@ -79,7 +79,7 @@ void print_summary(const replay::Prepared& p, const replay::Outcome& out, const 
                static_cast<double>(out.issue_cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
   std::string busy;
   for (const auto& t : out.issue_threads)
-    busy += fmt::format("{}{:.0f}% (and {:.0f}% waiting for a CPU)", busy.empty() ? "" : ", ", 100 * t.busy,
+    busy += fmt::format("{}{:.0f}% (and {:.0f}% waiting on the host)", busy.empty() ? "" : ", ", 100 * t.busy,
                         100 * t.waiting);
   fmt::print("busy       issue threads {}", busy);
   for (const auto& d : out.device_busy) fmt::print("; {} {:.0f}%", d.device, 100 * d.busy);

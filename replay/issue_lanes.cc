@@ -69,7 +69,7 @@ struct Lanes {
         loop.run(start_ns, stop, halt);
         end_ns[i] = host::monotonic_ns();
         cpu_ns[i] = thread_cpu_ns() - cpu;
-        wait_ns[i] = thread_cpu_wait_ns() - wait;
+        wait_ns[i] = thread_cpu_wait_ns() - wait + loop.blocked_ns();
       }
       loop.hand_over_rest();
     } catch (...) {

@@ -38,7 +38,9 @@ struct LanesRun {
   int64_t start_ns = 0;              // the schedule's start (monotonic)
   int64_t end_ns = 0;                // when the last lane's last IO completed
   std::vector<int64_t> lane_cpu_ns;  // each issue thread's CPU time over its run (RUSAGE_THREAD)
-  std::vector<int64_t> lane_wait_ns;  // each issue thread's time waiting for a CPU over its run
+  // Each issue thread's time waiting on the host over its run: for a CPU, or
+  // for the decoder or the result's thread.
+  std::vector<int64_t> lane_wait_ns;
 };
 
 // Runs the timed replay on p.options.threads lanes (at least 1) and returns

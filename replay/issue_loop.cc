@@ -91,7 +91,14 @@ IssueLoop::IssueLoop(const ReplayOptions& o, UringEngine& engine, FeedLane& feed
 // decoder only with nothing in flight (see the header).
 void IssueLoop::fetch() {
   if (have_next_ || fed_all_) return;
-  const Fed f = in_flight_ ? feed_.try_next(next_) : feed_.next(next_);
+  Fed f;
+  if (in_flight_) {
+    f = feed_.try_next(next_);
+  } else {
+    const int64_t t = host::monotonic_ns();
+    f = feed_.next(next_);
+    blocked_ns_ += host::monotonic_ns() - t;
+  }
   have_next_ = f == Fed::kIo || f == Fed::kLastOfBatch;
   next_ends_batch_ = f == Fed::kLastOfBatch;
   fed_all_ = f == Fed::kEnd;
@@ -101,6 +108,7 @@ bool IssueLoop::is_done(uint64_t seq) const { return seq < head_ || slots_[seq %
 
 void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop, std::atomic<bool>& halt) {
   start_ = last_reap_ = drained_at_ = start_ns;
+  blocked_ns_ = 0;
   next_progress_ = start_ns + 1'000'000'000;
   while (!fed_all_ || have_next_ || in_flight_ > 0) {
     if (!fed_all_ &&
@@ -240,7 +248,11 @@ void IssueLoop::hand_over_finished() {
   while (head_ < next_seq_ && slots_[head_ % kSlots].done) {
     const Slot& s = slots_[head_ % kSlots];
     finished_.push_back(s);
-    if (s.ends_batch && !finished_q_.push(finished_)) out_.interrupted = true;
+    if (s.ends_batch) {
+      const int64_t t = host::monotonic_ns();
+      if (!finished_q_.push(finished_)) out_.interrupted = true;
+      blocked_ns_ += host::monotonic_ns() - t;
+    }
     ++head_;
   }
 }

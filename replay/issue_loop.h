@@ -154,6 +154,9 @@ class IssueLoop {
   // Hands the finished IOs not yet handed over to the result's queue, and
   // closes it.
   void hand_over_rest();
+  // The time run() waited for the decoder or the result's thread (blocked on
+  // the feed with nothing in flight, or on a full result queue).
+  int64_t blocked_ns() const { return blocked_ns_; }
 
  private:
   struct Admitted {
@@ -202,6 +205,7 @@ class IssueLoop {
   int64_t last_reap_ = 0;   // when completions last freed the queue
   int64_t drained_at_ = 0;  // when the replay last had nothing in flight
   int64_t next_progress_ = 0;
+  int64_t blocked_ns_ = 0;
 };
 
 }  // namespace iotape::replay

@@ -216,7 +216,7 @@ void ResultWriter::write_outcome(const Outcome& out, bool prefilled) {
   }
   writer_.set_metadata("replay.issue_threads", std::to_string(out.issue_threads.size()));
   writer_.set_metadata("replay.issue_thread_utilisation", busy);
-  writer_.set_metadata("replay.issue_thread_cpu_wait", waiting);
+  writer_.set_metadata("replay.issue_thread_host_wait", waiting);
   if (!out.device_busy.empty()) writer_.set_metadata("replay.device_busy", describe(out.device_busy));
   writer_.set_metadata("replay.host_limited", out.host_limit.empty() ? "false" : "true");
   if (device_) {

@@ -71,8 +71,8 @@ std::string host_limit_warning(const std::vector<ThreadUse>& threads, const std:
       std::max_element(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.busy < b.busy; });
   if (demand(*thread) < kSaturated || device->busy >= kSaturated) return {};
   return fmt::format(
-      "an issue thread was busy {:.0f}% of the replay and waited for a CPU {:.0f}% while {} was busy {:.0f}%: the "
-      "IOPS and latencies measure this host (iotape), not the drive{}",
+      "an issue thread was busy {:.0f}% of the replay and waited on the host {:.0f}% while {} was busy {:.0f}%: "
+      "the IOPS and latencies measure this host (iotape), not the drive{}",
       100 * thread->busy, 100 * thread->waiting, device->device, 100 * device->busy,
       threads.size() == 1 ? " (--threads N with --timing afap spreads the issue over N rings)" : "");
 }

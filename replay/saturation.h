@@ -1,11 +1,12 @@
 // Whether a replay measured the drive or the host: the issue threads' CPU
-// use (each thread's own, RUSAGE_THREAD), the time they waited for a CPU
-// while ready to run (schedstat), and how busy the targets' devices were
+// use (each thread's own, RUSAGE_THREAD), the time they waited on the host
+// (for a CPU while ready to run, from schedstat, or for iotape's own decoder
+// and result threads), and how busy the targets' devices were
 // (/sys/dev/block/MAJ:MIN/stat io_ticks, the time the device had IO in
-// flight). An issue thread that ran or waited to run nearly all the time
-// while a device was idle part of it means the replay went as fast as this
-// host, not the drive, can go: a thread starved by other work limits it as
-// surely as one busy itself. A thread polling for a completion (1 to 7 IOs
+// flight). An issue thread that ran or waited on the host nearly all the
+// time while a device was idle part of it means the replay went as fast as
+// this host, not the drive, can go: a thread starved by other work limits it
+// as surely as one busy itself. A thread polling for a completion (1 to 7 IOs
 // in flight: issue_loop.cc) is busy meanwhile, so at low queue depth a fast
 // device's replay counts the host's wake-up path against it too.
 //
@@ -29,7 +30,7 @@ int64_t thread_cpu_wait_ns();
 // How one issue thread spent the replay.
 struct ThreadUse {
   double busy = 0;     // its CPU time / the replay's duration
-  double waiting = 0;  // its time ready to run without a CPU / the replay's duration
+  double waiting = 0;  // its time waiting on the host (a CPU, the decoder, the result) / the replay's duration
 };
 
 // The busy time of the devices under the targets (a block target's own, a
