@@ -24,6 +24,7 @@
 #include <map>
 #include <queue>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -862,6 +863,24 @@ TEST_CASE("IO errors of a failing device are recorded and the replay ends cleanl
   REQUIRE_FALSE(partial.empty());
   CHECK(partial.back().status < 0);
   CHECK(std::count_if(partial.begin(), partial.end(), [](const format::Io& io) { return io.status < 0; }) == 1);
+  // On two rings (one IO in flight each, 3 batches of the feed) the first
+  // failure stops both: at most the other ring's one IO fails as well.
+  std::vector<format::Io> many;
+  for (int i = 0; i < 10000; ++i)
+    many.push_back(make_io(i * 1'000, format::Op::kWrite, i * 4096ull % (32 * kMiB), 4096));
+  const std::string many_trace = dir.file("many.iotape"), two = dir.file("two.iotape");
+  write_trace(many_trace, many, 32 * kMiB);
+  const auto t =
+      test::run("timeout 60 " +
+                replay_cmd(many_trace, dev, two, "--allow-write --timing afap --qd 2 --threads 2 --stop-on-error"));
+  INFO(t.output);
+  CHECK(t.exit_code == 3);
+  const auto both = read_all(two);
+  const auto both_failed = std::count_if(both.begin(), both.end(), [](const format::Io& io) { return io.status < 0; });
+  CHECK(both_failed >= 1);
+  CHECK(both_failed <= 2);
+  std::set<int64_t> indices;
+  for (const auto& io : both) CHECK(indices.insert(io.source_index).second);
 }
 
 TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
