@@ -2,13 +2,19 @@
 # Replay benchmarks, each against fio on the same device in the same run (the
 # machine is shared and noisy: compare within a run, as ratios).
 #
-#   bench/replay_bench.sh BUILD_DIR [afap|timed|all]
+#   bench/replay_bench.sh BUILD_DIR [afap|threads|timed|all]
 #
 # afap:  4 KiB random reads at QD32 and QD1 on a tmpfs-backed loop device:
 #        iotape replay --timing afap --qd N (--times device and --times user)
 #        vs fio io_uring randread, IOPS and CPU per IO (usr+sys; fio's from
 #        its JSON), 5 rounds, alternating, medians; and --times device vs fio
-#        with bench/hook_floor --clock attached (the observer's hook floor).
+#        with bench/hook_floor --clock attached (the observer's hook floor);
+#        then the threads part.
+# threads: (also part of afap) 4 KiB random reads at QD32 in total on one and
+#        on two issue threads: fio numjobs=1 iodepth=32 and numjobs=2
+#        iodepth=16 against iotape --threads 1 and --threads 2 --qd 32
+#        (--times user), 5 rounds, alternating, medians of IOPS and CPU per
+#        IO, and each tool's 2-thread/1-thread ratio.
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
 #        fio. Issue-time error per IO is measured for both tools alike by a
@@ -19,7 +25,7 @@
 # poll N ns before halting during the run (bench/idle_poll.sh says why).
 set -euo pipefail
 . "$(dirname "$0")/idle_poll.sh"
-B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|timed|all]}")
+B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|threads|timed|all]}")
 WHAT=${2:-all}
 IOTAPE=$B/cli/iotape
 GEN=$B/bench/replay_gen
@@ -99,6 +105,44 @@ print((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6 / j["read"]["
     FH=$(median < "$W/fio-hooks.iops"); I=$(median < "$W/iotape-device.iops")
     echo "afap 4K randread QD$QD: fio with the hooks+clock floor attached $(paste -sd' ' "$W/fio-hooks.iops") IOPS"
     python3 -c "print('afap QD$QD median: iotape --times device %.0f IOPS, fio under the hooks+clock floor %.0f IOPS, ratio %.3f' % ($I, $FH, $I / $FH))"
+  done
+fi
+
+# fio's afap run of $N 4 KiB random reads over $JOBS jobs of depth $QD each:
+# prints the jobs' IOPS and CPU per IO (usr + sys of each job's run time).
+fio_jobs() {
+  nice -n -20 fio --name=threads --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+    --iodepth=$QD --numjobs=$JOBS --fixedbufs --registerfiles --number_ios=$((N / JOBS)) --size=1G --norandommap \
+    --randrepeat=0 --output-format=json > "$W/fio.json"
+  python3 -c 'import json,sys; jobs=json.load(open(sys.argv[1]))["jobs"]
+iops = sum(j["read"]["iops"] for j in jobs)
+cpu = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6 for j in jobs)
+print(iops, cpu / sum(j["read"]["total_ios"] for j in jobs))' "$W/fio.json"
+}
+
+if [ "$WHAT" = afap ] || [ "$WHAT" = threads ] || [ "$WHAT" = all ]; then
+  N=400000
+  "$GEN" "$W/threads.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
+  rm -f "$W"/threads-*
+  for round in 1 2 3 4 5; do
+    for T in 1 2; do
+      JOBS=$T QD=$((32 / T)) fio_jobs > "$W/fio.out"
+      read -r IOPS CPU < "$W/fio.out"
+      echo "$IOPS" >> "$W/threads-fio$T.iops"; echo "$CPU" >> "$W/threads-fio$T.cpu"
+      nice -n -20 "$IOTAPE" replay "$W/threads.iotape" --target "$LOOP" -o "$W/threads-result.iotape" \
+        --timing afap --qd 32 --max-idle 0 --times user --threads $T > "$W/out.txt" 2> /dev/null
+      awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/threads-iotape$T.iops"
+      awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/threads-iotape$T.cpu"
+    done
+  done
+  for TOOL in fio iotape; do
+    for T in 1 2; do
+      echo "afap 4K randread QD32 on $T thread(s): $TOOL $(paste -sd' ' "$W/threads-$TOOL$T.iops") IOPS," \
+        "$(paste -sd' ' "$W/threads-$TOOL$T.cpu") ns CPU per IO"
+    done
+    I1=$(median < "$W/threads-${TOOL}1.iops"); I2=$(median < "$W/threads-${TOOL}2.iops")
+    C1=$(median < "$W/threads-${TOOL}1.cpu"); C2=$(median < "$W/threads-${TOOL}2.cpu")
+    python3 -c "print('afap QD32 median: $TOOL 1 thread %.0f IOPS %.0f ns CPU per IO; 2 threads %.0f IOPS %.0f ns CPU per IO; 2/1 ratio IOPS %.3f, CPU per IO %.3f' % ($I1, $C1, $I2, $C2, $I2 / $I1, $C2 / $C1))"
   done
 fi
 

@@ -74,8 +74,16 @@ void print_summary(const replay::Prepared& p, const replay::Outcome& out, const 
   fmt::print("times      {}\n", out.device_times ? "device (block layer: issue to completion)"
                                                   : "user (replayer: submission to reap)");
   if (out.ios)
-    fmt::print("cpu        replayer {:.0f} ns per IO; host {:.1f}% busy\n",
-               static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
+    fmt::print("cpu        replayer {:.0f} ns per IO, of which its issue threads {:.0f}; host {:.1f}% busy\n",
+               static_cast<double>(out.cpu_ns) / static_cast<double>(out.ios),
+               static_cast<double>(out.issue_cpu_ns) / static_cast<double>(out.ios), 100.0 * out.host_cpu_busy);
+  std::string busy;
+  for (const auto& t : out.issue_threads)
+    busy += fmt::format("{}{:.0f}% (and {:.0f}% waiting on the host)", busy.empty() ? "" : ", ", 100 * t.busy,
+                        100 * t.waiting);
+  fmt::print("busy       issue threads {}", busy);
+  for (const auto& d : out.device_busy) fmt::print("; {} {:.0f}%", d.device, 100 * d.busy);
+  fmt::print("\n");
   fmt::print("result     {} ({:.6f} s){}\n", o.result, out.duration_ns / 1e9,
              out.interrupted ? ", stopped early" : "");
 }
@@ -117,6 +125,7 @@ void run(ReplayArgs& a) {
     fmt::print(stderr, "iotape: warning: the result carries the replayer's times (submission to reap, host "
                        "overhead included), not the device's: {}\n", out.user_times_reason);
   print_summary(p, out, o);
+  if (!out.host_limit.empty()) fmt::print(stderr, "iotape: warning: {}\n", out.host_limit);
   if (!out.failures.empty()) print_failures(p, out, o, signals.stopped());
   if (out.interrupted) throw ExitCode{signals.stopped() ? kExitInterrupted : kExitStopped};
   if (damage.damaged) {
@@ -150,6 +159,14 @@ void add_replay_command(CLI::App& app) {
                                              "1s: with original timing the schedule shrinks (default: no cap); "
                                              "with afap the replay pauses that long after draining (default 25ms, "
                                              "0: never)");
+  sub->add_option("--threads", a->o.threads,
+                  "Issue threads, each with an io_uring of its own, for drives faster than one thread can drive "
+                  "(afap with --qd N only: each thread keeps N/threads IOs in flight, the total never above N; "
+                  "idle gaps are not replayed; the result carries the replayer's times). The result holds every "
+                  "IO once, in issue order, as with 1 thread. Every replay prints and records its CPU per IO, "
+                  "each issue thread's utilisation and each device's busy share, and warns when the threads, not "
+                  "the devices, were saturated")
+      ->capture_default_str();
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();

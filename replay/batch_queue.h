@@ -14,7 +14,7 @@ namespace iotape::replay {
 template <class T>
 class BatchQueue {
  public:
-  explicit BatchQueue(size_t max_batches) : max_(max_batches) {}
+  explicit BatchQueue(size_t max_batches = 8) : max_(max_batches) {}
 
   // Hands `batch` over, blocking while the queue is full, and leaves in it an
   // emptied vector the consumer gave back, so that steady-state hand-overs
@@ -40,6 +40,15 @@ class BatchQueue {
     q_.pop_front();
     not_full_.notify_one();
     return true;
+  }
+  enum class Popped { kBatch, kEmpty, kClosed };
+  // pop() without blocking: kEmpty when no batch is queued yet.
+  Popped try_pop(std::vector<T>& batch) {
+    std::unique_lock lock(mu_);
+    if (q_.empty()) return closed_ ? Popped::kClosed : Popped::kEmpty;
+    lock.unlock();
+    pop(batch);
+    return Popped::kBatch;
   }
   // No more batches: wakes both sides. Batches already queued are still popped.
   void close() {

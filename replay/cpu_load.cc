@@ -10,9 +10,10 @@
 namespace iotape::replay {
 namespace {
 
-int64_t self_cpu_ns() {
+// User + system CPU time of RUSAGE_SELF or RUSAGE_THREAD.
+int64_t cpu_ns(int who) {
   rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
+  ::getrusage(who, &u);
   return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000'000LL +
          (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1'000LL;
 }
@@ -32,11 +33,13 @@ std::pair<uint64_t, uint64_t> host_cpu_ticks() {
 
 }  // namespace
 
-CpuLoad::CpuLoad() : process_start_(self_cpu_ns()) {
+int64_t thread_cpu_ns() { return cpu_ns(RUSAGE_THREAD); }
+
+CpuLoad::CpuLoad() : process_start_(cpu_ns(RUSAGE_SELF)) {
   std::tie(host_busy_start_, host_total_start_) = host_cpu_ticks();
 }
 
-int64_t CpuLoad::process_cpu_ns() const { return self_cpu_ns() - process_start_; }
+int64_t CpuLoad::process_cpu_ns() const { return cpu_ns(RUSAGE_SELF) - process_start_; }
 
 double CpuLoad::host_busy() const {
   const auto [busy, total] = host_cpu_ticks();

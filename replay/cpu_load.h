@@ -8,6 +8,9 @@
 
 namespace iotape::replay {
 
+// Nanoseconds of CPU the calling thread has used (user + system).
+int64_t thread_cpu_ns();
+
 class CpuLoad {
  public:
   CpuLoad();  // starts measuring

@@ -63,8 +63,6 @@ void Fidelity::add(const ReplayIo& io, const format::Io& replayed, int64_t issue
   recorded_counted_ += counted;
 }
 
-void Fidelity::completed(uint64_t source_index) { replayed_order_.completed(source_index); }
-
 FidelitySummary Fidelity::summary() const {
   FidelitySummary s;
   s.timed = timed_;
@@ -98,7 +96,7 @@ FidelitySummary Fidelity::summary() const {
   Order order = recorded_order_;
   for (; !pending.empty(); pending.pop()) order.completed(pending.top().index);
   s.recorded_reorders = order.reorders;
-  s.replayed_reorders = replayed_order_.reorders;
+  for (const Order& o : replayed_orders_) s.replayed_reorders += o.reorders;
   return s;
 }
 

@@ -14,13 +14,17 @@
 //   recording as in the replay (Io::never_issued), for busy time and queue
 //   depth alike;
 // - inter-arrival error: |replayed gap - intended gap| between consecutive IOs;
-// - queue depth at issue, recorded and replayed, in the review buckets;
+// - queue depth at issue, recorded and replayed, in the review buckets (with
+//   several issue threads, the replayed depth is the IO's own thread's: the
+//   threads count nothing together);
 // - reorder count (RFC 4737 Type-P-Reordered) of completions against issue
 //   order: an IO completing after a later-issued one already did, recorded
-//   and replayed;
+//   and replayed (with several issue threads, the sum of each one's count
+//   over the IOs it issued: two threads' reaps have no order between them);
 // - errors.
 //
-// Threads: one Fidelity per replay, fed by one thread (the result writer).
+// Threads: one Fidelity per replay, fed by one thread (the result writer),
+// and told of completions by each issue thread, in a lane of its own.
 #pragma once
 
 #include <array>
@@ -62,7 +66,7 @@ struct FidelitySummary {
 
 class Fidelity {
  public:
-  explicit Fidelity(bool timed) : timed_(timed) {}
+  explicit Fidelity(bool timed, uint32_t lanes = 1) : timed_(timed), replayed_orders_(lanes) {}
   // `replayed`: the result IO (issue/complete on the replay clock);
   // `issue_rel_ns`: its issue time relative to the replay start;
   // `ready_rel_ns`: when the queue-depth rule let it go (its due time if
@@ -70,9 +74,10 @@ class Fidelity {
   // `replayed_qd`: the IOs in flight when it was submitted, itself included.
   void add(const ReplayIo& io, const format::Io& replayed, int64_t issue_rel_ns, int64_t ready_rel_ns,
            uint64_t replayed_qd);
-  // Completion order of the replay, as IOs complete; it shares no state with
-  // add(), so the two may run on different threads.
-  void completed(uint64_t source_index);
+  // Completion order of the replay, as the IOs of issue thread `lane` (from
+  // 0, below `lanes`) complete; it shares no state with add() nor with
+  // another lane, so each may run on a thread of its own.
+  void completed(uint64_t source_index, uint32_t lane = 0) { replayed_orders_[lane].completed(source_index); }
   FidelitySummary summary() const;
 
  private:
@@ -93,7 +98,7 @@ class Fidelity {
     bool counted;
     bool operator>(const Pending& o) const { return complete != o.complete ? complete > o.complete : index > o.index; }
   };
-  struct Order {
+  struct alignas(64) Order {  // a cache line each: lanes update theirs on every completion
     uint64_t max_index = 0;
     bool any = false;
     uint64_t reorders = 0;
@@ -117,7 +122,7 @@ class Fidelity {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> recorded_pending_;
   uint64_t recorded_counted_ = 0;  // entries of recorded_pending_ that are `counted`
   Order recorded_order_;
-  Order replayed_order_;  // completed()'s only state
+  std::vector<Order> replayed_orders_;  // completed()'s only state, by lane
 };
 
 }  // namespace iotape::replay

@@ -33,51 +33,91 @@ constexpr int64_t kLeadNs = 30'000;
 
 }  // namespace
 
-ScheduleFeed::ScheduleFeed(Schedule& schedule) : thread_([this, &schedule] { decode(schedule); }) {}
+ScheduleFeed::ScheduleFeed(Schedule& schedule, uint32_t lanes)
+    : lanes_(lanes), thread_([this, &schedule] { decode(schedule); }) {}
 
 ScheduleFeed::~ScheduleFeed() {
-  q_.close();
+  close();
   if (thread_.joinable()) thread_.join();
+}
+
+void ScheduleFeed::close() {
+  for (FeedLane& l : lanes_) l.q_.close();
 }
 
 void ScheduleFeed::decode(Schedule& schedule) {
   try {
     std::vector<ReplayIo> batch;
     ReplayIo io;
+    size_t lane = 0;
     while (schedule.next(io)) {
       batch.push_back(io);
-      if (batch.size() == kBatch && !q_.push(batch)) return;
+      if (batch.size() < kBatch) continue;
+      if (!lanes_[lane].q_.push(batch)) break;  // a lane stopped: the replay is stopping
+      lane = (lane + 1) % lanes_.size();
     }
-    if (!batch.empty()) q_.push(batch);
+    if (!batch.empty()) lanes_[lane].q_.push(batch);
   } catch (...) {
     error_ = std::current_exception();
   }
-  q_.close();
+  close();
 }
 
 void ScheduleFeed::rethrow_error() const {
   if (error_) std::rethrow_exception(error_);
 }
 
-IssueLoop::IssueLoop(const ReplayOptions& o, UringEngine& engine, ScheduleFeed& feed, BatchQueue<Slot>& finished,
+IssueLoop::IssueLoop(const ReplayOptions& o, UringEngine& engine, FeedLane& feed, BatchQueue<Slot>& finished,
                      Fidelity& fidelity, Outcome& out, uint32_t limit, uint64_t planned,
-                     const std::function<void(const Progress&)>& progress)
-    : o_(o), engine_(engine), feed_(feed), finished_q_(finished), fidelity_(fidelity), out_(out), limit_(limit),
-      progress_(progress), slots_(kSlots) {
+                     const std::function<void(const Progress&)>& progress, std::vector<LaneCounts>& counts,
+                     uint32_t lane)
+    : o_(o),
+      engine_(engine),
+      feed_(feed),
+      finished_q_(finished),
+      fidelity_(fidelity),
+      out_(out),
+      limit_(limit),
+      progress_(progress),
+      counts_(counts),
+      lane_(lane),
+      slots_(kSlots) {
   finished_.reserve(kBatch);
-  have_next_ = feed_.next(next_);
+  fetch();
   prog_.planned = planned;
+}
+
+// Takes the lane's next IO into `next_` when there is none: waits for the
+// decoder only with nothing in flight (see the header).
+void IssueLoop::fetch() {
+  if (have_next_ || fed_all_) return;
+  Fed f;
+  if (in_flight_) {
+    f = feed_.try_next(next_);
+  } else {
+    const int64_t t = host::monotonic_ns();
+    f = feed_.next(next_);
+    blocked_ns_ += host::monotonic_ns() - t;
+  }
+  have_next_ = f == Fed::kIo || f == Fed::kLastOfBatch;
+  next_ends_batch_ = f == Fed::kLastOfBatch;
+  fed_all_ = f == Fed::kEnd;
 }
 
 bool IssueLoop::is_done(uint64_t seq) const { return seq < head_ || slots_[seq % kSlots].done; }
 
-void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop) {
+void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop, std::atomic<bool>& halt) {
   start_ = last_reap_ = drained_at_ = start_ns;
+  blocked_ns_ = 0;
   next_progress_ = start_ns + 1'000'000'000;
-  while (have_next_ || in_flight_ > 0) {
-    if (have_next_ && (stop.load(std::memory_order_relaxed) || out_.interrupted)) {
+  while (!fed_all_ || have_next_ || in_flight_ > 0) {
+    if (!fed_all_ &&
+        (stop.load(std::memory_order_relaxed) || halt.load(std::memory_order_relaxed) || out_.interrupted)) {
+      if (out_.interrupted) halt.store(true, std::memory_order_relaxed);
       out_.interrupted = true;
       have_next_ = false;
+      fed_all_ = true;
+      feed_.stop();
     }
     const int64_t now = host::monotonic_ns();
     const Admitted a = admit(now);
@@ -85,7 +125,7 @@ void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop) {
     report_progress(now);
     if (reap()) continue;  // completions may have unblocked the next IO
     if (a.more_due) continue;
-    if (in_flight_ == 0 && a.wake == INT64_MAX) continue;  // nothing in flight: the loop ends or issues
+    if (in_flight_ == 0 && a.wake == INT64_MAX) continue;  // nothing in flight: the loop ends, issues or waits for IOs
     wait(now, a.wake);
   }
 }
@@ -95,7 +135,7 @@ void IssueLoop::run(int64_t start_ns, const std::atomic<bool>& stop) {
 IssueLoop::Admitted IssueLoop::admit(int64_t now) {
   Admitted a;
   const auto done = [this](uint64_t seq) { return is_done(seq); };
-  while (have_next_) {
+  for (fetch(); have_next_; fetch()) {
     if (pending_.size() >= kSubmitMax && next_.rec_time_ns != pending_rec_ns_) {
       a.more_due = true;
       break;
@@ -122,7 +162,8 @@ IssueLoop::Admitted IssueLoop::admit(int64_t now) {
     const int64_t ready = std::max(next_held_ ? std::max(due, last_reap_) : due, last_ready_);
     last_ready_ = ready;
     const auto slot = static_cast<uint32_t>(next_seq_ % kSlots);
-    slots_[slot] = Slot{.io = next_, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight_ + 1)};
+    slots_[slot] = Slot{
+        .io = next_, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight_ + 1), .ends_batch = next_ends_batch_};
     next_held_ = false;
     // An IO the engine carries out at once (a discard by ioctl) was issued
     // then, not at the submission that follows.
@@ -133,7 +174,7 @@ IssueLoop::Admitted IssueLoop::admit(int64_t now) {
     if (o_.qd == 0) deps_.issued(next_.rec_complete_ns, next_seq_);
     ++next_seq_;
     ++in_flight_;
-    have_next_ = feed_.next(next_);
+    have_next_ = false;
   }
   return a;
 }
@@ -147,10 +188,25 @@ void IssueLoop::submit() {
   pending_.clear();
 }
 
+void IssueLoop::publish() {
+  LaneCounts& c = counts_[lane_];
+  c.issued.store(prog_.issued, std::memory_order_relaxed);
+  c.completed.store(prog_.completed, std::memory_order_relaxed);
+  c.errors.store(prog_.errors, std::memory_order_relaxed);
+}
+
 void IssueLoop::report_progress(int64_t now) {
   if (progress_ && now >= next_progress_) {
-    prog_.elapsed_ns = now - start_;
-    progress_(prog_);
+    publish();
+    Progress all = prog_;
+    all.issued = all.completed = all.errors = 0;
+    for (const LaneCounts& c : counts_) {
+      all.issued += c.issued.load(std::memory_order_relaxed);
+      all.completed += c.completed.load(std::memory_order_relaxed);
+      all.errors += c.errors.load(std::memory_order_relaxed);
+    }
+    all.elapsed_ns = now - start_;
+    progress_(all);
     next_progress_ = now + 1'000'000'000;
   }
 }
@@ -166,6 +222,7 @@ bool IssueLoop::reap() {
   if (in_flight_ == 0) drained_at_ = now;
   done_.clear();
   hand_over_finished();
+  if (counts_.size() > 1) publish();
   return true;
 }
 
@@ -174,7 +231,7 @@ void IssueLoop::complete(const Completion& c) {
   s.done = true;
   s.complete_ns = c.complete_ns;
   s.status = c.status;
-  fidelity_.completed(s.io.source_index);
+  fidelity_.completed(s.io.source_index, lane_);
   ++prog_.completed;
   if (s.status) {
     ++prog_.errors;
@@ -186,11 +243,16 @@ void IssueLoop::complete(const Completion& c) {
 }
 
 // The finished IOs at the head, in issue order, go to the result's thread a
-// batch at a time.
+// batch at a time, as the feed handed them over.
 void IssueLoop::hand_over_finished() {
   while (head_ < next_seq_ && slots_[head_ % kSlots].done) {
-    finished_.push_back(slots_[head_ % kSlots]);
-    if (finished_.size() == kBatch && !finished_q_.push(finished_)) out_.interrupted = true;
+    const Slot& s = slots_[head_ % kSlots];
+    finished_.push_back(s);
+    if (s.ends_batch) {
+      const int64_t t = host::monotonic_ns();
+      if (!finished_q_.push(finished_)) out_.interrupted = true;
+      blocked_ns_ += host::monotonic_ns() - t;
+    }
     ++head_;
   }
 }
@@ -213,6 +275,7 @@ void IssueLoop::wait(int64_t now, int64_t wake) {
 
 void IssueLoop::hand_over_rest() {
   if (!finished_.empty()) finished_q_.push(finished_);
+  finished_q_.close();
 }
 
 }  // namespace iotape::replay

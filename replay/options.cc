@@ -111,6 +111,7 @@ std::string describe(const ReplayOptions& o) {
     s += fmt::format(" window={}ns..{}", o.window.start_ns,
                      o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());
   s += fmt::format(" prefill={}", prefill_name(o.prefill));
+  if (o.threads > 1) s += fmt::format(" threads={}", o.threads);
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";
   return s;

@@ -82,6 +82,9 @@ struct ReplayOptions {
   units::Window window;
   // Upper bound on IOs in flight when qd is "recorded".
   uint32_t max_in_flight = 1024;
+  // Issue threads, each with a ring of its own (replay/issue_lanes.h): above
+  // 1 only with afap timing and a fixed qd, which they share out.
+  uint32_t threads = 1;
 
   int64_t effective_max_idle_ns() const;  // -1 = no cap
 };

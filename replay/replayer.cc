@@ -1,13 +1,13 @@
 #include "replay/replayer.h"
 
-#include <sys/prctl.h>
-
 #include <fmt/format.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "format/error.h"
 #include "format/reader.h"
@@ -16,6 +16,7 @@
 #include "replay/cpu_load.h"
 #include "replay/device_times.h"
 #include "replay/engine.h"
+#include "replay/issue_lanes.h"
 #include "replay/issue_loop.h"
 #include "replay/prefill.h"
 #include "replay/result_writer.h"
@@ -39,6 +40,29 @@ Prefill settle_prefill(const ReplayOptions& o, const std::vector<Target>& target
   return o.allow_write && all_block ? Prefill::kReads : Prefill::kNone;
 }
 
+// --threads: lanes that share nothing while the replay runs. Afap only (an
+// original schedule is one timeline), a fixed --qd (the recorded one follows
+// completions of every IO before), at least one IO in flight per lane, and
+// no idle gaps (a gap starts when the whole replay drains, which no lane
+// sees alone): they are left out, as --max-idle 0 leaves them out. The
+// result carries the replayer's times (start_device_times says why).
+void check_threads(ReplayOptions& o) {
+  if (o.threads == 0 || o.threads > 64) throw format::UsageError("--threads must be from 1 to 64");
+  if (o.threads == 1) return;
+  if (o.timing != Timing::kAfap) throw format::UsageError("--threads above 1 needs --timing afap");
+  if (o.qd == 0)
+    throw format::UsageError("--threads above 1 needs --qd N: the recorded queue depth follows every IO's completion");
+  if (o.qd < o.threads)
+    throw format::UsageError(fmt::format("--qd {} leaves some of the {} threads no IO in flight", o.qd, o.threads));
+  if (o.max_idle_ns.value_or(0) != 0)
+    throw format::UsageError("--threads above 1 replays no idle gaps: leave --max-idle out or give 0");
+  if (o.times == Times::kDevice)
+    throw format::UsageError(
+        "--times device needs --threads 1: device times are joined to IOs in the order they were submitted, which "
+        "several threads do not keep");
+  o.max_idle_ns = 0;
+}
+
 }  // namespace
 
 Prepared prepare_replay(const ReplayOptions& o) {
@@ -46,13 +70,14 @@ Prepared prepare_replay(const ReplayOptions& o) {
   if (o.speed <= 0) throw format::UsageError("--speed must be positive");
   Prepared p;
   p.options = o;
+  check_threads(p.options);
   // Read-only until the plan says the replay writes and that is allowed.
   for (const auto& t : o.targets) p.targets.push_back(open_target(t, false, true));
   p.options.prefill = settle_prefill(o, p.targets);
   const Prefill prefill = p.options.prefill;
   {
     format::TraceReader reader(o.traces);
-    p.plan = make_plan(reader, p.targets, o);
+    p.plan = make_plan(reader, p.targets, p.options);
     const auto& meta = reader.header().metadata();
     const auto recorded_idle = meta.find("host.cpu_idle");
     p.cpu_idle = host::describe_cpu_idle();
@@ -158,10 +183,9 @@ std::string describe_plan(const Prepared& p) {
 
 namespace {
 
-constexpr int64_t kStartLeadNs = 1'000'000;  // the schedule starts this long after setup
-
 // Sleeps in the replay loop end on time instead of up to the timer slack
-// (50 us by default) late; restored when the replay ends.
+// (50 us by default) late; restored when the replay ends. Threads started
+// meanwhile inherit it.
 class PreciseTimers {
  public:
   PreciseTimers() : old_(::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) { ::prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0); }
@@ -223,6 +247,9 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
   std::unique_ptr<DeviceTimes> device;
   if (p.options.times != Times::kUser) {
     try {
+      // DeviceTimes joins requests to IOs in the order they were submitted,
+      // which the issue threads do not keep between them.
+      if (p.options.threads > 1) throw std::runtime_error("with --threads above 1 only the replayer's times are kept");
       device = std::make_unique<DeviceTimes>(p.targets);
     } catch (const std::exception& e) {
       if (p.options.times == Times::kDevice)
@@ -236,9 +263,10 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
 
 }  // namespace
 
-// The replay's steps: prefill, the schedule, device times, the engine, the
-// result (its header and writer thread), the schedule's decoder thread, the
-// timed issue loop, then the result's metadata.
+// The replay's steps: prefill, the schedule, device times, the result (its
+// header and writer thread), the schedule's decoder thread, the timed issue
+// threads (each with its engine), then how busy they and the devices were and
+// the result's metadata.
 Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::function<void(const Progress&)>& progress) {
   const ReplayOptions& o = p.options;
   format::TraceReader reader(o.traces);
@@ -255,28 +283,32 @@ Outcome run_replay(Prepared& p, const std::atomic<bool>& stop, const std::functi
   Placement placement(map, p.targets, o.fit, std::move(source_size));
   Schedule schedule(reader, placement, o);
 
-  Fidelity fidelity(o.timing == Timing::kOriginal);
+  const uint32_t lanes = std::max<uint32_t>(o.threads, 1);
+  Fidelity fidelity(o.timing == Timing::kOriginal, lanes);
   const std::string sha = sha256_files(o.traces);
   const std::unique_ptr<DeviceTimes> device = start_device_times(p, out);
-  const uint32_t limit = o.qd ? o.qd : o.max_in_flight;
-  UringEngine engine(p.targets, p.plan.max_length, limit, o.data);
   // Decoding the source and encoding the result run on their own threads.
   ResultWriter result(p, reader.header(), sha, device.get(), out.user_times_reason, fidelity);
-  ScheduleFeed feed(schedule);
-  IssueLoop loop(o, engine, feed, result.queue(), fidelity, out, limit, p.plan.ios, progress);
-  PreciseTimers precise;
+  ScheduleFeed feed(schedule, lanes);
+  PreciseTimers precise;  // before the issue threads start: they inherit it
   const CpuLoad cpu;
-  // The schedule starts once everything is set up and the first IOs are decoded.
-  const int64_t start = host::monotonic_ns() + kStartLeadNs;
-  result.set_start(start);
-  loop.run(start, stop);
+  const DeviceBusy device_busy(p.targets);
+  const LanesRun run = run_lanes(p, feed, result, fidelity, out, stop, progress);
 
   // The replay lasted until its last completion; encoding what is left of the
   // result is not part of it.
-  out.duration_ns = host::monotonic_ns() - start;
+  out.duration_ns = run.end_ns - run.start_ns;
   out.cpu_ns = cpu.process_cpu_ns();
   out.host_cpu_busy = cpu.host_busy();
-  loop.hand_over_rest();
+  out.device_busy = device_busy.shares(out.duration_ns);
+  const auto share = [&](int64_t ns) {
+    return out.duration_ns > 0 ? std::min(1.0, static_cast<double>(ns) / static_cast<double>(out.duration_ns)) : 0.0;
+  };
+  for (size_t i = 0; i < run.lane_cpu_ns.size(); ++i) {
+    out.issue_cpu_ns += run.lane_cpu_ns[i];
+    out.issue_threads.push_back({.busy = share(run.lane_cpu_ns[i]), .waiting = share(run.lane_wait_ns[i])});
+  }
+  out.host_limit = host_limit_warning(out.issue_threads, out.device_busy);
   result.finish();
   feed.rethrow_error();
   out.fidelity = fidelity.summary();

@@ -19,6 +19,7 @@
 #include "replay/device_times.h"
 #include "replay/fidelity.h"
 #include "replay/options.h"
+#include "replay/saturation.h"
 #include "replay/schedule.h"
 #include "replay/target.h"
 
@@ -80,6 +81,12 @@ struct Outcome {
   uint64_t prefilled_bytes = 0;    // --prefill, before the timed replay
   int64_t cpu_ns = 0;              // the replay's own CPU time (all its threads, user + system)
   double host_cpu_busy = 0;        // share of all CPUs' time that was busy during the replay
+  int64_t issue_cpu_ns = 0;        // the issue threads' own CPU time (RUSAGE_THREAD), summed
+  std::vector<ThreadUse> issue_threads;        // how each issue thread spent the replay
+  std::vector<DeviceBusy::Share> device_busy;  // the targets' devices' busy shares (io_ticks)
+  // Why the figures measure this host rather than the drive, when they do
+  // (saturation.h); empty otherwise.
+  std::string host_limit;
 };
 
 // Replays; `stop` ends the run cleanly (no new IOs, in-flight ones drain, the

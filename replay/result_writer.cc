@@ -119,10 +119,11 @@ ResultWriter::ResultWriter(const Prepared& p, const v1::TraceHeader& source, con
     : device_(device),
       fidelity_(fidelity),
       writer_(p.options.result, result_header(p, source, source_sha256, device, user_times_reason), result_options()),
+      queues_(std::max<uint32_t>(p.options.threads, 1)),
       thread_([this] { encode(); }) {}
 
 ResultWriter::~ResultWriter() {
-  queue_.close();
+  close_queues();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -131,44 +132,69 @@ void ResultWriter::set_start(int64_t start_ns) {
   writer_.set_metadata("replay.start_ns", std::to_string(start_ns));
 }
 
+void ResultWriter::close_queues() {
+  for (auto& q : queues_) q.close();
+}
+
 void ResultWriter::encode() {
   try {
     std::vector<Slot> batch;
     std::vector<format::Io> results, held;
-    while (queue_.pop(batch)) {
+    // Per lane, the latest submission it handed over: its IOs still to come
+    // were submitted later (INT64_MAX once it has closed its queue).
+    std::vector<int64_t> submitted(queues_.size(), INT64_MIN);
+    size_t lane = queues_.size() - 1;
+    while (next_batch(lane, batch, submitted)) {
       results.clear();
       for (const Slot& s : batch) results.push_back(result_io(s, device_ != nullptr));
       if (device_) device_->join(results);
       for (size_t i = 0; i < batch.size(); ++i)
         fidelity_.add(batch[i].io, results[i], batch[i].issue_ns - start_, batch[i].ready_ns - start_, batch[i].qd);
-      if (!device_) {
-        for (const format::Io& r : results) writer_.append(r);
-        continue;
-      }
-      append(held, results);
+      // The device issues an IO after its submission, but may issue IOs in
+      // another order than they were submitted.
+      const int64_t through = *std::min_element(submitted.begin(), submitted.end());
+      append(held, results, through == INT64_MIN || !device_ ? through : through - kReorderNs);
     }
-    for (const format::Io& r : held) writer_.append(r);
+    append(held, {}, INT64_MAX);
   } catch (...) {
     error_ = std::current_exception();
-    queue_.close();
+    close_queues();
   }
 }
 
-// The device may issue IOs in another order than they were submitted: sort
-// them, and hold back the newest until the next batch, which may hold IOs
-// the device issued before them.
-void ResultWriter::append(std::vector<format::Io>& held, const std::vector<format::Io>& results) {
+// Lane by lane in the feed's rotation; a lane that has closed its queue has
+// no batch left (or stopped early) and is passed over.
+bool ResultWriter::next_batch(size_t& lane, std::vector<Slot>& batch, std::vector<int64_t>& submitted) {
+  for (size_t tried = 0; tried < queues_.size();) {
+    lane = (lane + 1) % queues_.size();
+    if (submitted[lane] == INT64_MAX) {
+      ++tried;
+      continue;
+    }
+    if (!queues_[lane].pop(batch)) {
+      submitted[lane] = INT64_MAX;
+      tried = 0;  // the others may still hold batches
+      continue;
+    }
+    for (const Slot& s : batch) submitted[lane] = std::max(submitted[lane], s.issue_ns);
+    return true;
+  }
+  return false;
+}
+
+// The result is in issue order: `results` join the IOs held back, which are
+// written in issue order up to `through`, past which IOs may still come.
+void ResultWriter::append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through) {
   const auto by_issue = [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; };
   held.insert(held.end(), results.begin(), results.end());
-  std::stable_sort(held.begin(), held.end(), by_issue);
-  const int64_t keep_from = held.back().issue_ns - kReorderNs;
-  const auto cut = std::find_if(held.begin(), held.end(), [&](const format::Io& r) { return r.issue_ns >= keep_from; });
+  if (!std::is_sorted(held.begin(), held.end(), by_issue)) std::stable_sort(held.begin(), held.end(), by_issue);
+  const auto cut = std::find_if(held.begin(), held.end(), [&](const format::Io& r) { return r.issue_ns > through; });
   for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
   held.erase(held.begin(), cut);
 }
 
 void ResultWriter::finish() {
-  queue_.close();
+  close_queues();
   thread_.join();
   if (error_) std::rethrow_exception(error_);
 }
@@ -178,6 +204,21 @@ void ResultWriter::write_outcome(const Outcome& out, bool prefilled) {
   writer_.set_metadata("replay.duration_ns", std::to_string(out.duration_ns));
   writer_.set_metadata("replay.cpu_ns", std::to_string(out.cpu_ns));
   writer_.set_metadata("replay.host_cpu_busy", fmt::format("{:.4f}", out.host_cpu_busy));
+  if (out.ios) {
+    const auto per_io = [&](int64_t ns) { return fmt::format("{:.0f}", static_cast<double>(ns) / out.ios); };
+    writer_.set_metadata("replay.cpu_ns_per_io", per_io(out.cpu_ns));
+    writer_.set_metadata("replay.issue_cpu_ns_per_io", per_io(out.issue_cpu_ns));
+  }
+  std::string busy, waiting;
+  for (const ThreadUse& t : out.issue_threads) {
+    busy += fmt::format("{}{:.3f}", busy.empty() ? "" : " ", t.busy);
+    waiting += fmt::format("{}{:.3f}", waiting.empty() ? "" : " ", t.waiting);
+  }
+  writer_.set_metadata("replay.issue_threads", std::to_string(out.issue_threads.size()));
+  writer_.set_metadata("replay.issue_thread_utilisation", busy);
+  writer_.set_metadata("replay.issue_thread_host_wait", waiting);
+  if (!out.device_busy.empty()) writer_.set_metadata("replay.device_busy", describe(out.device_busy));
+  writer_.set_metadata("replay.host_limited", out.host_limit.empty() ? "false" : "true");
   if (device_) {
     writer_.set_metadata("replay.device_timed_ios", std::to_string(out.device.timed));
     writer_.set_metadata("replay.device_untimed_ios", std::to_string(out.device.untimed));

@@ -3,11 +3,14 @@
 //
 // Threads: the constructor writes the header and starts the writer thread,
 // which pops batches of finished IOs (issue_loop.h's Slot, in issue order)
-// from queue(), makes result IOs of them (with the device's times when a
-// DeviceTimes is given), adds them to the Fidelity and appends them to the
-// trace. Every other member is for the thread that constructed the object:
-// set_start() before the first batch is pushed, finish() after the last,
-// then write_outcome(). The destructor closes the queue and joins the
+// from the queue of each issue thread in turn, as the schedule's feed dealt
+// them out, makes result IOs of them (with the device's times when a
+// DeviceTimes is given), adds them to the Fidelity in the schedule's order
+// and appends them to the trace in issue order, holding back those that IOs
+// of other lanes (or, with device times, the device) may yet precede. Every
+// other member is for the thread that constructed the object: set_start()
+// before the first batch is pushed, finish() after the last, then
+// write_outcome(). The destructor closes the queues and joins the
 // thread; it never throws (a result not closed by write_outcome() is closed
 // as TraceWriter closes it).
 #pragma once
@@ -44,13 +47,15 @@ class ResultWriter {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  // Where the issue loop pushes finished IOs. Closed by the writer thread
-  // when it fails: a push then returns false.
-  BatchQueue<Slot>& queue() { return queue_; }
+  // Where the issue loop of lane `lane` (from 0, below the options' threads)
+  // pushes finished IOs, one batch per batch its feed lane gave it; the loop
+  // closes it when done. Closed by the writer thread when it fails: a push
+  // then returns false.
+  BatchQueue<Slot>& queue(uint32_t lane) { return queues_[lane]; }
   // The replay's start (monotonic): fidelity counts from it; recorded as
   // replay.start_ns. REQUIRES: no batch pushed yet.
   void set_start(int64_t start_ns);
-  // Closes the queue and waits for the writer thread to encode what it
+  // Closes the queues and waits for the writer thread to encode what it
   // holds; throws what the thread threw, if it did.
   void finish();
   // Records how the replay went (out: interrupted, duration, CPU, the
@@ -60,12 +65,14 @@ class ResultWriter {
 
  private:
   void encode();  // the writer thread's body
-  void append(std::vector<format::Io>& held, const std::vector<format::Io>& results);
+  bool next_batch(size_t& lane, std::vector<Slot>& batch, std::vector<int64_t>& submitted);
+  void append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through);
 
   DeviceTimes* device_;
   Fidelity& fidelity_;
   format::TraceWriter writer_;
-  BatchQueue<Slot> queue_{8};
+  std::vector<BatchQueue<Slot>> queues_;  // by lane
+  void close_queues();
   int64_t start_ = 0;  // set before the first finished IO is handed over
   std::exception_ptr error_;
   std::thread thread_;
