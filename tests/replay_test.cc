@@ -679,48 +679,6 @@ TEST_CASE("replay: the host is named the limit when an issue thread saturates wh
   CHECK(replay::host_limit_warning({{.busy = 0.99}}, {}).empty());
 }
 
-// A replay held to 1% of a CPU (a cgroup's CPU quota) onto a tmpfs loop
-// device: the issue thread has work nearly all the time, on its CPU or
-// waiting for one, while the device idles: the replay warns that it measured
-// the host, and says so in the result. Not in the default run: the time a
-// quota holds a thread back is not always counted as waiting for a CPU (on
-// 6.18 the thread measured 99% of the replay in 5 runs of 7, 80-81% in 2).
-TEST_CASE("replay: a replay starved of CPU is named host-limited", "[.][root][saturation]") {
-  if (!test::require_root("attach loop devices and make a cgroup")) return;
-  const std::string cpu_root = "/sys/fs/cgroup/cpu";
-  if (!std::filesystem::exists(cpu_root + "/cpu.cfs_quota_us")) {
-    WARN("no cgroup v1 cpu controller at " << cpu_root << ": skipped");
-    return;
-  }
-  TempDir dir;
-  LoopDevice loop(256 * kMiB);
-  const std::vector<format::Io> ios = random_reads(5000, 37, 250 * kMiB);
-  const std::string trace = dir.file("src.iotape"), result = dir.file("r.iotape");
-  write_trace(trace, ios, 256 * kMiB);
-  test::run("udevadm settle");
-  const std::string group = cpu_root + "/iotape-test-" + std::to_string(::getpid());
-  REQUIRE(::mkdir(group.c_str(), 0755) == 0);
-  Undo rm{[&] { ::rmdir(group.c_str()); }};
-  write_file(group + "/cpu.cfs_period_us", "100000");
-  write_file(group + "/cpu.cfs_quota_us", "1000");
-  const auto r = test::run("sh -c 'echo $$ > " + group + "/cgroup.procs && exec " +
-                           replay_cmd(trace, loop.path(), result, "--timing afap --qd 32 --times user") + "' 2>&1");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("iotape: warning: an issue thread was busy") != std::string::npos);
-  CHECK(r.output.find("measure this host (iotape), not the drive") != std::string::npos);
-  REQUIRE(read_all(result).size() == ios.size());
-  format::TraceReader rr(result);
-  REQUIRE(rr.has_index());
-  const auto key = [&](const std::string& k) { return result_key(rr, k); };
-  CHECK(key("replay.host_limited") == "true");
-  CHECK(std::stod(key("replay.issue_thread_utilisation")) + std::stod(key("replay.issue_thread_host_wait")) >=
-        replay::kSaturated);
-  const std::string shares = key("replay.device_busy");
-  REQUIRE(shares.rfind(loop.name() + ":", 0) == 0);
-  CHECK(std::stod(shares.substr(loop.name().size() + 1)) < replay::kSaturated);
-}
-
 // A replay onto a slow device (a direct-IO loop device over a file on the
 // virtio disk, 256 KiB reads) at QD1 waits on the device: no warning. Its figures against
 // the kernel's: the device's io_ticks over the run as this test reads them,
