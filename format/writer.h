@@ -46,7 +46,7 @@ struct WriterOptions {
   bool overwrite = true;                // false: fail if the file exists
   // Called after every fdatasync with its start and end on CLOCK_BOOTTIME, the
   // capture clock: a recorder leaves out the IOs its syncs cause.
-  std::function<void(int64_t begin_ns, int64_t end_ns)> on_sync;
+  std::function<void(int64_t begin_ns, int64_t end_ns)> on_sync = {};
 };
 
 struct WriterStats {

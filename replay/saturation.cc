@@ -36,7 +36,7 @@ int64_t thread_cpu_wait_ns() {
 
 DeviceBusy::DeviceBusy(const std::vector<Target>& targets) {
   for (const Target& t : targets) {
-    Device d{.stat_path = fmt::format("/sys/dev/block/{}:{}/stat", t.dev_major, t.dev_minor)};
+    Device d{.name = {}, .stat_path = fmt::format("/sys/dev/block/{}:{}/stat", t.dev_major, t.dev_minor)};
     const bool known =
         std::any_of(devices_.begin(), devices_.end(), [&](const Device& o) { return o.stat_path == d.stat_path; });
     if (known || !read_io_ticks(d.stat_path, d.io_ticks_ms)) continue;

@@ -90,13 +90,6 @@ format::Io make_io(int64_t t, format::Op op, uint64_t offset, uint64_t length, i
   return io;
 }
 
-// A key of a result's metadata: those set after its first chunk live in
-// the index, the others in the header.
-std::string result_key(const format::TraceReader& r, const std::string& key) {
-  const auto& late = r.index()->metadata;
-  return late.count(key) ? late.at(key) : r.header().metadata().at(key);
-}
-
 // `n` reads of `length` bytes at random block-aligned offsets below `span`,
 // 1 us apart, each 20 us long as recorded.
 std::vector<format::Io> random_reads(int n, uint64_t seed, uint64_t span, uint64_t length = 4096) {
