@@ -614,9 +614,20 @@ TEST_CASE("replay --threads: SIGINT stops every ring cleanly", "[root][threads]"
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(256 * kMiB);
-  const std::vector<format::Io> ios = random_reads(20000, 31, 255 * kMiB, kMiB);  // 20 GiB: seconds of reading
+  // 200 GiB of reads: many seconds even of a tmpfs loop device's holes.
+  const std::vector<format::Io> ios = random_reads(200000, 31, 255 * kMiB, kMiB);
   const std::string trace = dir.file("long.iotape"), result = dir.file("r.iotape");
   write_trace(trace, ios, 256 * kMiB);
+  test::run("udevadm settle");
+  // Stopped once the device has served some of the replay's reads.
+  const std::string stat = "/sys/block/" + std::filesystem::path(loop.path()).filename().string() + "/stat";
+  const auto reads = [&] {
+    std::ifstream in(stat);
+    uint64_t n = 0;
+    in >> n;
+    return n;
+  };
+  const uint64_t before = reads();
   const std::string bin = test::iotape_binary();
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -625,7 +636,7 @@ TEST_CASE("replay --threads: SIGINT stops every ring cleanly", "[root][threads]"
             "--timing", "afap", "--qd", "8", "--threads", "2", "--times", "user", static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::usleep(700'000);
+  for (int i = 0; i < 1000 && reads() < before + 100; ++i) ::usleep(10'000);
   ::kill(pid, SIGINT);
   int st = 0;
   pid_t done = 0;
