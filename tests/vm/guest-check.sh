@@ -58,6 +58,29 @@ wait_recording() {
 	return 1
 }
 
+# Stops `iotape record` (pid $1) with SIGINT, as a user does, and prints its
+# exit status as "$2 $3 KEY". A recorder still running after 60 s is shown
+# (its state and kernel stacks, as "$2 $3 hang ...") and killed, so one hang
+# is reported, not the whole guest's timeout.
+stop_recording() {
+	kill -INT "$1" 2>/dev/null
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		out "$2 $3 hang $(grep State /proc/$1/status)"
+		for t in /proc/$1/task/*; do
+			out "$2 $3 hang task ${t##*/} $(cat $t/comm) wchan $(cat $t/wchan) syscall $(cat $t/syscall)"
+			while read -r l; do out "$2 $3 hang task ${t##*/} stack $l"; done <$t/stack
+		done
+		kill -KILL "$1"
+	fi
+	wait "$1"
+	out "$2 $3 $4 $?"
+}
+
 fio_job() {
 	dev=$1
 	cat <<EOF
@@ -114,9 +137,7 @@ run() {
 	iotape record -d /dev/$dev -o /tmp/t.iot --backend "$flag" >/tmp/record.log 2>&1 &
 	rec=$!
 	if ! wait_recording $rec /tmp/record.log; then
-		kill -INT $rec 2>/dev/null
-		wait $rec
-		out "$drive $backend record_rc $?"
+		stop_recording $rec "$drive" "$backend" record_rc
 		umount /sys/kernel/btf 2>/dev/null
 		while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
 		out "$drive $backend end"
@@ -132,9 +153,7 @@ run() {
 	out "$drive $backend fio_rc $?"
 	out "$drive $backend fio_pid $fio"
 	out "$drive $backend stat_after $(cat /sys/block/$dev/stat)"
-	kill -INT $rec
-	wait $rec
-	out "$drive $backend record_rc $?"
+	stop_recording $rec "$drive" "$backend" record_rc
 	umount /sys/kernel/btf 2>/dev/null
 	while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
 	while read -r l; do out "$drive $backend fio_log $l"; done </tmp/fio.log
@@ -161,18 +180,14 @@ replay_check() {
 	iotape record -d /dev/$dev -o /tmp/blk.iot --backend blktrace >/tmp/blk.log 2>&1 &
 	rec=$!
 	if ! wait_recording $rec /tmp/blk.log; then
-		kill -INT $rec 2>/dev/null
-		wait $rec
-		out "$drive replay tracer_rc $?"
+		stop_recording $rec "$drive" replay tracer_rc
 		out "$drive replay end"
 		return
 	fi
 	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none \
 		-o /tmp/result.iot >/tmp/replay.log 2>&1
 	out "$drive replay replay_rc $?"
-	kill -INT $rec
-	wait $rec
-	out "$drive replay tracer_rc $?"
+	stop_recording $rec "$drive" replay tracer_rc
 	while read -r l; do out "$drive replay replay_log $l"; done </tmp/replay.log
 	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive replay result_json $(one_line /tmp/r.json)"
 	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive replay result_info $(one_line /tmp/ri.json)"

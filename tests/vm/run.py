@@ -404,7 +404,7 @@ def parse(lines):
         drive, backend, key = parts[1:4]
         value = parts[4] if len(parts) > 4 else ""
         run = runs.setdefault((drive, backend), {})
-        if key in ("record_log", "fio_log", "replay_log", "module", "module_failed"):
+        if key in ("record_log", "fio_log", "replay_log", "module", "module_failed", "hang"):
             run.setdefault(key, []).append(value)
         else:
             run[key] = value
@@ -432,6 +432,8 @@ def judge(run):
     def fail(why):
         return {"result": "failed", "detail": why}
 
+    if "hang" in run:
+        return fail("record still running 60 s after SIGINT: " + " | ".join(run["hang"])[:600])
     rec_log = run.get("record_log", [])
     if "stat_after" not in run or run.get("record_rc") not in ("0", None):
         why = " | ".join(rec_log[-6:])
@@ -509,6 +511,8 @@ def judge_without_btf(run):
 def judge_replay(run):
     """A replay's verdict: device times, and its busy time within 1% of the
     blk tracer's union of request intervals over the same run."""
+    if "hang" in run:
+        return {"result": "failed", "detail": "tracer still running 60 s after SIGINT: " + " | ".join(run["hang"])[:600]}
     if run.get("replay_rc") != "0" or "result_json" not in run or "tracer_json" not in run:
         why = " | ".join(run.get("replay_log", [])[-4:])
         return {"result": "failed", "detail": f"replay exit {run.get('replay_rc')}, tracer exit "
