@@ -73,7 +73,8 @@ std::vector<ReviewHeadline> ReviewTestResult::headline() const {
   std::vector<ReviewHeadline> out;
   if (!figures.contains("headline") || !figures["headline"].is_array()) return out;
   for (const auto& f : figures["headline"])
-    out.push_back({text(f, "figure"), number(f, "value"), text(f, "unit"), flag(f, "higher_is_better", true)});
+    out.push_back({text(f, "figure"), number(f, "value"), text(f, "unit"), flag(f, "higher_is_better", true),
+                   flag(f, "host_limited", false)});
   return out;
 }
 
@@ -88,7 +89,9 @@ json to_json(const ReviewSuiteOptions& o) {
 }
 
 json to_json(const ReviewHeadline& h) {
-  return {{"figure", h.figure}, {"value", h.value}, {"unit", h.unit}, {"higher_is_better", h.higher_is_better}};
+  json j = {{"figure", h.figure}, {"value", h.value}, {"unit", h.unit}, {"higher_is_better", h.higher_is_better}};
+  if (h.host_limited) j["host_limited"] = true;
+  return j;
 }
 
 json to_json(const ReviewTestResult& r) {

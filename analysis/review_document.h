@@ -65,6 +65,9 @@ struct ReviewHeadline {
   double value = 0;
   std::string unit;
   bool higher_is_better = true;
+  // Measured by a closed loop that was limited by the host (iotape), not the
+  // drive; written to JSON only when set.
+  bool host_limited = false;
 };
 
 // A test's CPU load: the host's busy share over the test, iotape's own CPU

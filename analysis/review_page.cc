@@ -28,6 +28,14 @@ double num(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
+// The mark of a figure a closed loop measured while limited by the host, and
+// what it means, under a table with such figures.
+constexpr const char* kHostLimitedMark = "<sup class=\"host-limited\">\xe2\x80\xa0</sup>";
+constexpr const char* kHostLimitedNote =
+    "<p class=\"note host-limited\">\xe2\x80\xa0 limited by the host: iotape's issue thread ran or waited for a CPU "
+    "at least 90% of the measurement, so finished IOs waited for iotape to issue the next; the drive may be faster "
+    "than this figure.</p>\n";
+
 struct Drive {
   std::string label;
   const ReviewDocument* doc;
@@ -71,6 +79,7 @@ std::string phase_table(const std::vector<Drive>& drives, const std::string& tes
   for (const auto& d : drives)
     h += fmt::format("<th>{0} IOPS</th><th>{0} MB/s</th><th>{0} mean \xc2\xb5s</th>", escape(d.label));
   h += "</tr>\n";
+  bool marked = false;
   for (const auto& n : names) {
     h += "<tr><td>" + escape(n) + "</td>";
     for (const auto& d : drives) {
@@ -83,12 +92,15 @@ std::string phase_table(const std::vector<Drive>& drives, const std::string& tes
         h += "<td>-</td><td>-</td><td>-</td>";
         continue;
       }
-      h += fmt::format("<td>{}</td><td>{}</td><td>{}</td>", value_text(num(*p, "iops"), "IOPS"),
+      const bool limited = p->value("host_limited", false);
+      marked |= limited;
+      const std::string mark = limited ? kHostLimitedMark : "";
+      h += fmt::format("<td>{1}{0}</td><td>{2}{0}</td><td>{3}{0}</td>", mark, value_text(num(*p, "iops"), "IOPS"),
                        value_text(num(*p, "MBps"), "MB/s"), value_text(num(*p, "mean_latency_us"), "\xc2\xb5s"));
     }
     h += "</tr>\n";
   }
-  return h + "</table>\n";
+  return h + "</table>\n" + (marked ? kHostLimitedNote : "");
 }
 
 // Bars of the phases' `key`, grouped by phase, a bar per drive.
@@ -500,6 +512,7 @@ std::string summary_table(const std::vector<Drive>& drives, const TestNames& tes
   h += "<h2 id=\"summary\">Summary</h2>\n<table id=\"summary-table\">\n<tr><th>test</th><th>figure</th>";
   for (const auto& d : drives) h += "<th>" + escape(d.label) + "</th>";
   h += "</tr>\n";
+  bool marked = false;
   for (const auto& [name, title] : tests) {
     std::vector<ReviewHeadline> figures;  // the headline of the first drive with each figure
     for (const auto& d : drives)
@@ -513,26 +526,30 @@ std::string summary_table(const std::vector<Drive>& drives, const TestNames& tes
       const std::string unit = head.unit;
       const bool higher = head.higher_is_better;
       std::vector<double> values;
+      std::vector<bool> limited;
       for (const auto& d : drives) {
         double v = NAN;
+        bool host = false;
         if (const ReviewTestResult* t = d.test(name))
           for (const auto& f : t->headline())
-            if (f.figure == fig) v = f.value;
+            if (f.figure == fig) v = f.value, host = f.host_limited;
         values.push_back(v);
+        limited.push_back(host);
+        marked |= host;
       }
       double best = NAN;
       for (double v : values)
         if (!std::isnan(v) && (std::isnan(best) || (higher ? v > best : v < best))) best = v;
       h += "<tr><td><a href=\"#" + escape(name) + "\">" + escape(name) + "</a></td><td>" +
            escape(fig + " (" + unit + ", " + (higher ? "higher" : "lower") + " is better)") + "</td>";
-      for (double v : values)
-        h += std::string(drives.size() > 1 && v == best ? "<td class=\"best\">" : "<td>") + value_text(v, unit) +
-             "</td>";
+      for (size_t i = 0; i < values.size(); ++i)
+        h += std::string(drives.size() > 1 && values[i] == best ? "<td class=\"best\">" : "<td>") +
+             value_text(values[i], unit) + (limited[i] ? kHostLimitedMark : "") + "</td>";
       h += "</tr>\n";
     }
   }
   h += "</table>\n";
-  return h;
+  return h + (marked ? kHostLimitedNote : "");
 }
 
 std::string write_amplification_section(const std::vector<Drive>& drives, const TestNames& tests) {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "replay/cpu_load.h"
+
 namespace iotape::replay {
 namespace {
 
@@ -33,6 +35,16 @@ int64_t thread_cpu_wait_ns() {
   int64_t run = 0, wait = 0;
   return in >> run >> wait ? wait : 0;
 }
+
+ThreadUseMeter::ThreadUseMeter() : cpu_ns_(thread_cpu_ns()), wait_ns_(thread_cpu_wait_ns()) {}
+
+ThreadUse ThreadUseMeter::use(int64_t wall_ns) const {
+  if (wall_ns <= 0) return {};
+  const auto share = [&](int64_t ns) { return static_cast<double>(ns) / static_cast<double>(wall_ns); };
+  return {.busy = share(thread_cpu_ns() - cpu_ns_), .waiting = share(thread_cpu_wait_ns() - wait_ns_)};
+}
+
+bool closed_loop_host_limited(const ThreadUse& thread) { return thread.busy + thread.waiting >= kSaturated; }
 
 DeviceBusy::DeviceBusy(const std::vector<Target>& targets) {
   for (const Target& t : targets) {

@@ -33,6 +33,26 @@ struct ThreadUse {
   double waiting = 0;  // its time waiting on the host (a CPU, the decoder, the result) / the replay's duration
 };
 
+// How the calling thread spends its time from construction on: its CPU time
+// and its wait for a CPU while ready to run. Read by the thread that made it.
+class ThreadUseMeter {
+ public:
+  ThreadUseMeter();
+  // Both as shares of `wall_ns`, the time measured.
+  ThreadUse use(int64_t wall_ns) const;
+
+ private:
+  int64_t cpu_ns_, wait_ns_;
+};
+
+// Whether a closed loop (closed_loop.h: the next IO issued as one finishes,
+// the thread asleep in the kernel while every IO is at the device, never
+// polling) was limited by the host: its thread ran or waited for a CPU at
+// least kSaturated of the time, so finished IOs waited for iotape to issue
+// the next. The devices' busy time cannot tell here: a queue kept full keeps
+// a device busy all the time, whoever is the limit.
+bool closed_loop_host_limited(const ThreadUse& thread);
+
 // The busy time of the devices under the targets (a block target's own, a
 // file's filesystem's), each once, from now on.
 class DeviceBusy {

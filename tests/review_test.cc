@@ -321,8 +321,8 @@ TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and t
       });
       INFO(name << " " << ha["figure"]);
       REQUIRE(row != rows.end());
-      CHECK((*row)[2] == page_text(ha["value"], unit));
-      CHECK((*row)[3] == page_text(hb["value"], unit));
+      CHECK((*row)[2] == page_text(ha["value"], unit) + (ha.value("host_limited", false) ? "\u2020" : ""));
+      CHECK((*row)[3] == page_text(hb["value"], unit) + (hb.value("host_limited", false) ? "\u2020" : ""));
       ++checked;
     }
   CHECK(checked >= 20);
@@ -367,6 +367,66 @@ TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and t
   const auto refused = test::run(iotape() + " compare " + a + " " + d + " --html " + tmp.file("x.html"));
   CHECK(refused.exit_code == 64);
   CHECK(refused.output.find("seed: 1 and 2") != std::string::npos);
+}
+
+// The database sweep (25 closed-loop phases, QD1 to QD256) run by an iotape
+// pinned to one CPU beside a busy loop that has priority over it (nice 19),
+// against a tmpfs loop device, whose worker has the other CPU: the drive is
+// far faster than what iotape gets of its CPU, finished IOs wait for iotape
+// to issue the next, and the figures must be marked on the page. (Beside a
+// busy loop of the same priority iotape still keeps ahead of a tmpfs loop
+// device's one worker: its thread then sleeps a third of the time, waiting
+// for the drive, and rightly is not marked.) The same sweep on the virtio
+// disk's file (direct IO, each IO a round trip to the host) must mark none:
+// its thread sleeps while the drive works.
+TEST_CASE("iotape review marks the figures a host-limited closed loop measured, and only those") {
+  if (!test::require_root("loop devices")) return;
+  test::TempDir tmp;
+  test::LoopDevice fast(kGiB);
+  test::LoopDevice slow(kGiB, true, "/var/tmp");
+  const std::string a = tmp.file("pinned"), b = tmp.file("virtio");
+  const auto pinned = test::run("taskset -c 0 sh -c 'yes >/dev/null & hog=$!; nice -n 19 " + iotape() +
+                                " review --quick --tests database --allow-write --target " + fast.path() + " -o " + a +
+                                " --label pinned; rc=$?; kill $hog; exit $rc'");
+  INFO(pinned.output);
+  REQUIRE(pinned.exit_code == 0);
+  const auto unpinned = test::run(iotape() + " review --quick --tests database --allow-write --target " + slow.path() +
+                                  " -o " + b + " --label virtio");
+  INFO(unpinned.output);
+  REQUIRE(unpinned.exit_code == 0);
+  const auto ja = review_json(a), jb = review_json(b);
+  const auto& pa = ja["tests"]["database"]["phases"];
+  const auto& pb = jb["tests"]["database"]["phases"];
+  REQUIRE(pa.size() == 25);
+  REQUIRE(pb.size() == 25);
+  size_t marked = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const double busy = pa[i]["issue_thread_busy_pct"], waiting = pa[i]["issue_thread_host_wait_pct"];
+    INFO(pa[i]["name"] << ": pinned thread busy " << busy << "%, waited for a CPU " << waiting << "%; virtio busy "
+                       << pb[i]["issue_thread_busy_pct"] << "%");
+    CHECK(pa[i]["host_limited"] == (busy + waiting >= 90));
+    // At QD1 the thread also sleeps through each IO's service.
+    if (pa[i]["queue_depth"].get<int>() >= 4) CHECK(pa[i]["host_limited"] == true);
+    marked += pa[i]["host_limited"].get<bool>();
+    CHECK(pb[i]["host_limited"] == false);
+  }
+  WARN("pinned beside a busy loop, at nice 19: " << marked << " of 25 phases limited by the host");
+  // The headline, IOPS at QD256, is such a figure; on the page it and the
+  // phases' figures carry the mark, explained under their tables.
+  REQUIRE(ja["tests"]["database"]["headline"].size() == 1);
+  CHECK(ja["tests"]["database"]["headline"][0]["host_limited"] == true);
+  CHECK_FALSE(jb["tests"]["database"]["headline"][0].contains("host_limited"));
+  const std::string page_a = test::read_file(a + "/review.html"), page_b = test::read_file(b + "/review.html");
+  const auto rows = table_rows(page_a, "summary-table");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1][2] == page_text(ja["tests"]["database"]["headline"][0]["value"], "IOPS") + "\u2020");
+  const std::string mark = "<sup class=\"host-limited\">";
+  size_t marks = 0;
+  for (auto at = page_a.find(mark); at != std::string::npos; at = page_a.find(mark, at + 1)) ++marks;
+  CHECK(marks == 1 + 3 * marked);  // the headline, and IOPS, MB/s and latency of each marked phase
+  CHECK(page_a.find("limited by the host: iotape's issue thread") != std::string::npos);
+  CHECK(page_b.find(mark) == std::string::npos);
+  CHECK(page_b.find("limited by the host") == std::string::npos);
 }
 
 }  // namespace

@@ -70,12 +70,14 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
     if (per_second.size() <= second) per_second.resize(second + 1, 0);
     ++per_second[second];
   });
+  const replay::ThreadUseMeter thread;
   start = host::monotonic_ns();
   const int64_t deadline = start + max_ns;
   replay::ReplayIo io;
   while (host::monotonic_ns() < deadline && !(stop && stop->load()) && next(io)) loop.issue(io);
   loop.drain();
   s.duration_ns = host::monotonic_ns() - start;
+  s.issue_thread = thread.use(s.duration_ns);
   if (failed)
     throw format::error_errno(
         targets[0].path,

@@ -11,6 +11,7 @@
 
 #include "format/writer.h"
 #include "replay/closed_loop.h"
+#include "replay/saturation.h"
 #include "replay/target.h"
 #include "stats/histogram.h"
 
@@ -41,6 +42,8 @@ struct PhaseStats {
   int64_t duration_ns = 0;
   std::vector<uint64_t> ios_per_second;  // completions in each full second of the phase
   stats::LogLinearHistogram latency;     // submission to reap, ns
+  replay::ThreadUse issue_thread;        // the loop's thread over the phase
+  bool host_limited() const { return replay::closed_loop_host_limited(issue_thread); }
   double MBps() const { return duration_ns ? bytes * 1e3 / duration_ns : 0; }
   double iops() const { return duration_ns ? ios * 1e9 / duration_ns : 0; }
 };

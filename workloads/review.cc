@@ -169,18 +169,22 @@ const ordered_json* find_phase(const ordered_json& phases, const std::string& na
   return nullptr;
 }
 
-// A phase's figure, NaN when the phase is missing.
-double phase_value(const ordered_json& phases, const std::string& phase, const char* key) {
-  const auto* p = find_phase(phases, phase);
-  return p ? (*p)[key].get<double>() : NAN;
+// A headline figure, `key` of one phase (NaN when the phase is missing),
+// marked when that phase's closed loop was limited by the host.
+ordered_json phase_headline(const std::string& figure, const ordered_json* phase, const char* key,
+                            const std::string& unit, bool higher_is_better) {
+  analysis::ReviewHeadline h{figure, phase ? (*phase)[key].get<double>() : NAN, unit, higher_is_better};
+  h.host_limited = phase && phase->value("host_limited", false);
+  return to_json(h);
 }
 
-// The best figure of the phases with that read share.
-double best_of(const ordered_json& phases, double read_pct, const char* key) {
-  double m = 0;
+// The phase with the best `key` of those with that read share.
+const ordered_json* best_of(const ordered_json& phases, double read_pct, const char* key) {
+  const ordered_json* best = nullptr;
   for (const auto& p : phases)
-    if (p["read_pct"].get<double>() == read_pct) m = std::max(m, p[key].get<double>());
-  return m;
+    if (p["read_pct"].get<double>() == read_pct && (!best || p[key].get<double>() > (*best)[key].get<double>()))
+      best = &p;
+  return best;
 }
 
 // IOPS at the deepest queue of the phases with that read share.
@@ -190,26 +194,28 @@ ordered_json iops_at_top_qd(const ordered_json& phases, double read) {
   for (const auto& p : phases)
     if (p["read_pct"].get<double>() == read && (!top || p["queue_depth"] > (*top)["queue_depth"])) top = &p;
   if (top)
-    h.push_back(headline(fmt::format("IOPS at QD{}, {:g}% reads", (*top)["queue_depth"].get<int>(), read),
-                         (*top)["iops"].get<double>(), "IOPS", true));
+    h.push_back(phase_headline(fmt::format("IOPS at QD{}, {:g}% reads", (*top)["queue_depth"].get<int>(), read), top,
+                               "iops", "IOPS", true));
   return h;
 }
 
 ordered_json seq_steps_headline(const ordered_json& phases) {
-  return ordered_json::array({headline("sequential read, best block size", best_of(phases, 100, "MBps"), "MB/s", true),
-          headline("sequential write, best block size", best_of(phases, 0, "MBps"), "MB/s", true)});
+  return ordered_json::array(
+      {phase_headline("sequential read, best block size", best_of(phases, 100, "MBps"), "MBps", "MB/s", true),
+       phase_headline("sequential write, best block size", best_of(phases, 0, "MBps"), "MBps", "MB/s", true)});
 }
 
 ordered_json random_bs_headline(const ordered_json& phases) {
-  return ordered_json::array({headline("random read 4K QD4", phase_value(phases, "random read 4K", "MBps"), "MB/s", true),
-          headline("random write 4K QD4", phase_value(phases, "random write 4K", "MBps"), "MB/s", true)});
+  return ordered_json::array(
+      {phase_headline("random read 4K QD4", find_phase(phases, "random read 4K"), "MBps", "MB/s", true),
+       phase_headline("random write 4K QD4", find_phase(phases, "random write 4K"), "MBps", "MB/s", true)});
 }
 
 ordered_json response_time_headline(const ordered_json& phases) {
-  return ordered_json::array({headline("512 B read at QD1, mean", phase_value(phases, "read 512 B QD1", "mean_latency_us"), "\xc2\xb5s",
-                   false),
-          headline("512 B write at QD1, mean", phase_value(phases, "write 512 B QD1", "mean_latency_us"), "\xc2\xb5s",
-                   false)});
+  return ordered_json::array({phase_headline("512 B read at QD1, mean", find_phase(phases, "read 512 B QD1"),
+                                             "mean_latency_us", "\xc2\xb5s", false),
+                              phase_headline("512 B write at QD1, mean", find_phase(phases, "write 512 B QD1"),
+                                             "mean_latency_us", "\xc2\xb5s", false)});
 }
 
 ordered_json database_headline(const ordered_json& phases) { return iops_at_top_qd(phases, 50); }
@@ -222,13 +228,13 @@ ordered_json server_headline(const ordered_json& phases) {
 // A figure per phase.
 ordered_json anandtech_headline(const ordered_json& phases) {
   ordered_json h = ordered_json::array();
-  for (const auto& p : phases) h.push_back(headline(p["name"], p["MBps"], "MB/s", true));
+  for (const auto& p : phases) h.push_back(phase_headline(p["name"], &p, "MBps", "MB/s", true));
   return h;
 }
 
 ordered_json alignment_headline(const ordered_json& phases) {
   ordered_json h = ordered_json::array();
-  for (const auto& p : phases) h.push_back(headline(p["name"], p["iops"], "IOPS", true));
+  for (const auto& p : phases) h.push_back(phase_headline(p["name"], &p, "iops", "IOPS", true));
   return h;
 }
 
@@ -383,7 +389,10 @@ class Review {
                         {"iops", r.iops()},
                         {"MBps", r.MBps()},
                         {"mean_latency_us", r.latency.mean() / 1e3},
-                        {"p99_latency_us", r.latency.percentile(99) / 1e3}});
+                        {"p99_latency_us", r.latency.percentile(99) / 1e3},
+                        {"issue_thread_busy_pct", 100 * r.issue_thread.busy},
+                        {"issue_thread_host_wait_pct", 100 * r.issue_thread.waiting},
+                        {"host_limited", r.host_limited()}});
     }
     const std::string trace = join(parts, records, trace_name.empty() ? test_ : trace_name);
     ordered_json out;
@@ -541,10 +550,10 @@ class Review {
     };
     std::vector<Measurement> m;
     auto record = [&](const std::string& pass, const std::string& name, const std::string& unit, double value,
-                      const std::string& trace) {
+                      const std::string& trace, bool host_limited) {
       auto it = std::find_if(m.begin(), m.end(), [&](const auto& x) { return x.name == name; });
       if (it == m.end()) it = m.insert(m.end(), Measurement{name, unit, {}, {}});
-      (pass == "fresh" ? it->fresh : it->used) = {{"value", value}, {"trace", trace}};
+      (pass == "fresh" ? it->fresh : it->used) = {{"value", value}, {"trace", trace}, {"host_limited", host_limited}};
     };
     auto closed_loop = [&](const std::string& pass, const std::string& part, const std::vector<Spec>& specs) {
       const std::string trace = pass + "-" + part;
@@ -553,14 +562,14 @@ class Review {
       for (const auto& p : r["phases"]) {
         const bool sequential = p["sequential_pct"].get<double>() >= 100;
         record(pass, p["name"].get<std::string>(), sequential ? "MB/s" : "IOPS",
-               p[sequential ? "MBps" : "iops"].get<double>(), trace + ".iot");
+               p[sequential ? "MBps" : "iops"].get<double>(), trace + ".iot", p["host_limited"].get<bool>());
       }
     };
     auto replays = [&](const std::string& pass) {
       for (const char* profile : {"storage-light", "storage-heavy"}) {
         const ordered_json r = storage_bench(profile, scale_.fresh_ios, pass + "-" + profile);
         record(pass, std::string(profile) + " average data rate", "MB/s", r["MBps"]["combined"].get<double>(),
-               r["trace"].get<std::string>());
+               r["trace"].get<std::string>(), r["host_limited"].get<bool>());
       }
     };
     const std::vector<Spec> writes = {fixed("4K random write QD32", 0, 4096, 32, scale_.fresh_s),
@@ -603,8 +612,8 @@ class Review {
       list.push_back({{"name", x.name}, {"unit", x.unit}, {"higher_is_better", true}, {"fresh", fresh},
                       {"used", used}, {"drop_pct", drop}, {"fresh_trace", x.fresh["trace"]},
                       {"used_trace", x.used["trace"]}});
-      head.push_back(headline(x.name + ", fresh", fresh, x.unit, true));
-      head.push_back(headline(x.name + ", used", used, x.unit, true));
+      head.push_back(phase_headline(x.name + ", fresh", &x.fresh, "value", x.unit, true));
+      head.push_back(phase_headline(x.name + ", used", &x.used, "value", x.unit, true));
       head.push_back(headline(x.name + ", drop", drop, "%", false));
     }
     out["measurements"] = list;
@@ -652,6 +661,8 @@ class Review {
     if (!outcome.device_times) out["times_reason"] = outcome.user_times_reason;
     out["ios"] = outcome.ios;
     out["errors"] = outcome.errors;
+    out["host_limited"] = !outcome.host_limit.empty();
+    if (!outcome.host_limit.empty()) out["host_limit"] = outcome.host_limit;
     out["busy_s"] = rep.busy_ns / 1e9;
     out["MBps"] = {{"read", analysis::data_rate_MBps(rd, rep.read_busy_ns)},
                    {"write", analysis::data_rate_MBps(wr, rep.write_busy_ns)},
@@ -669,8 +680,10 @@ class Review {
         {"sequential_pct", rep.sequential.ios() ? 100.0 * rep.sequential.sequential() / rep.sequential.ios() : 0.0},
         {"mean_queue_depth", rep.queue_depth.mean()},
         {"size_pct", sizes}};
-    out["headline"] = ordered_json::array({headline("average data rate", out["MBps"]["combined"], "MB/s", true),
-                                           headline("disk busy time", out["busy_s"], "s", false)});
+    analysis::ReviewHeadline rate{"average data rate", out["MBps"]["combined"], "MB/s", true},
+        busy{"disk busy time", out["busy_s"], "s", false};
+    rate.host_limited = busy.host_limited = !outcome.host_limit.empty();
+    out["headline"] = ordered_json::array({to_json(rate), to_json(busy)});
     return out;
   }
 
