@@ -2,7 +2,7 @@
 # /init of the VM harness's initramfs (tests/vm/run.py): mounts the kernel's
 # file systems, loads the drivers listed in /modules.order, runs
 # /guest-check.sh and powers off. Its settings come from the kernel command
-# line: iotape.drives=, iotape.backends=, iotape.runtime=.
+# line: iotape.drives=, iotape.backends=, iotape.runtime=, iotape.kallsyms=.
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mkdir -p /proc /sys /dev /tmp /run
@@ -13,11 +13,17 @@ mount -t tmpfs tmpfs /tmp
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
-echo 1 >/proc/sys/kernel/printk
+# Errors and worse on the console: a lockup, an RCU stall or a task blocked
+# for 30 s shows its stack there.
+echo 3 >/proc/sys/kernel/printk
+echo 30 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 
 arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^iotape\.$1=//p"; }
 
 RESULTS=/dev/ttyS1
+# The kernel's text symbols, once per kernel (the host names a hung guest's
+# functions with them): to the third serial port.
+[ "$(arg kallsyms)" = 1 ] && grep ' [tT] ' /proc/kallsyms >/dev/ttyS2
 echo "IOTAPE-VM - - boot $(cut -d' ' -f1 /proc/uptime)" >>$RESULTS
 while read -r mod params; do
 	if insmod "/lib/modules/$mod" $params 2>/tmp/insmod.err; then

@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import re
+import socket
 import shutil
 import struct
 import subprocess
@@ -354,6 +355,44 @@ def qemu_drives(drives, work):
     return args
 
 
+def symbol_of(address, symbols):
+    """The function holding a kernel address, as func+0xoff, from the text
+    symbols a guest wrote (/proc/kallsyms)."""
+    best = None
+    with open(symbols) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "tTwW":
+                at = int(parts[0], 16)
+                if at <= address and (best is None or at > best[0]):
+                    best = (at, parts[2])
+    return f"{best[1]}+{address - best[0]:#x}" if best else f"{address:#x}"
+
+
+def stuck_at(monitor, symbols):
+    """Where a hung guest's CPUs are: each one's instruction pointer, sampled
+    five times through the QEMU monitor, as kernel functions."""
+    samples = []
+    try:
+        for _ in range(5):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(2)
+                s.connect(monitor)
+                s.sendall(b"info registers -a\n")
+                text, end = b"", time.monotonic() + 2
+                while time.monotonic() < end and text.count(b"RIP=") < 2:
+                    try:
+                        text += s.recv(65536)
+                    except socket.timeout:
+                        break
+            rips = [int(r, 16) for r in re.findall(rb"RIP=([0-9a-f]{16})", text)]
+            samples.append(" ".join(symbol_of(r, symbols) if os.path.exists(symbols) else f"{r:#x}" for r in rips))
+            time.sleep(0.2)
+    except OSError as e:
+        samples.append(f"(monitor: {e})")
+    return " | ".join(samples)
+
+
 def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
     """Boots the guest; returns (its result lines, error or None, seconds)."""
     console = os.path.join(work, "console.log")
@@ -361,11 +400,18 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
     for p in (console, results):
         if os.path.exists(p):
             os.remove(p)
-    append = (f"console=ttyS0 panic=-1 loglevel=4 iotape.drives={','.join(drives)} "
-              f"iotape.backends={','.join(backends)} iotape.runtime={runtime}")
+    monitor = os.path.join(work, "monitor.sock")
+    # nokaslr: the kernel's addresses are the same at every boot, so the text
+    # symbols one boot writes (the package's System.map is a stub) name the
+    # functions a hung guest's CPUs are in (stuck_at).
+    symbols = os.path.join(os.path.dirname(kernel.image), "kallsyms")
+    want_symbols = not os.path.exists(symbols)
+    append = (f"console=ttyS0 panic=-1 loglevel=4 nokaslr iotape.drives={','.join(drives)} "
+              f"iotape.backends={','.join(backends)} iotape.runtime={runtime} iotape.kallsyms={int(want_symbols)}")
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
-           "-monitor", "none", "-no-reboot", "-nic", "none", "-kernel", kernel.image, "-initrd", initramfs, "-append", append,
-           "-serial", "stdio", "-serial", f"file:{results}", *qemu_drives(drives, work)]
+           "-monitor", f"unix:{monitor},server,nowait", "-no-reboot", "-nic", "none", "-kernel", kernel.image,
+           "-initrd", initramfs, "-append", append, "-serial", "stdio", "-serial", f"file:{results}",
+           "-serial", f"file:{symbols}.part" if want_symbols else "null", *qemu_drives(drives, work)]
     start = time.monotonic()
     error = None
     with open(console, "wb") as out:
@@ -373,10 +419,12 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
         try:
             p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            error = f"timeout after {timeout} s; guest CPUs at {stuck_at(monitor, symbols)}"
             p.kill()
             p.wait()
-            error = f"timeout after {timeout} s"
     seconds = time.monotonic() - start
+    if want_symbols and os.path.getsize(symbols + ".part") > 0:
+        os.replace(symbols + ".part", symbols)
     lines = []
     if os.path.exists(results):
         with open(results, "rb") as f:
@@ -387,7 +435,7 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
         # The kernel's own complaint, if it made one (a panic, an oops, a lockup).
         with open(console, "rb") as f:
             text = f.read().decode("utf-8", "replace")
-        oops = re.search(r"(Kernel panic[^\r\n]*|BUG:[^\r\n]*|Oops[^\r\n]*)", text)
+        oops = re.search(r"(Kernel panic[^\r\n]*|BUG:[^\r\n]*|Oops[^\r\n]*|INFO: task [^\r\n]*|rcu: INFO[^\r\n]*)", text)
         error += (f": {oops.group(1).strip()}" if oops else "") + f"; see {console}"
     return lines, error, seconds
 
