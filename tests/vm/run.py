@@ -408,7 +408,14 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
     want_symbols = not os.path.exists(symbols)
     append = (f"console=ttyS0 panic=-1 loglevel=4 nokaslr iotape.drives={','.join(drives)} "
               f"iotape.backends={','.join(backends)} iotape.runtime={runtime} iotape.kallsyms={int(want_symbols)}")
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
+    # One host thread runs both vCPUs (thread=single). With a thread per vCPU,
+    # code one vCPU patches (enabling or disabling a tracepoint writes a
+    # breakpoint, then the new bytes) could still run stale on the other: 6.12
+    # crashed on such a breakpoint ("Oops: int3") in about one boot of ten,
+    # and a 6.1 guest hung whole (no CPU ran its shell) at a tracer's stop in
+    # two of about twenty. The matrix takes as long either way: its cells are
+    # timed fio runs, and it leaves the host a core.
+    cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=single", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
            "-monitor", f"unix:{monitor},server,nowait", "-no-reboot", "-nic", "none", "-kernel", kernel.image,
            "-initrd", initramfs, "-append", append, "-serial", "stdio", "-serial", f"file:{results}",
            "-serial", f"file:{symbols}.part" if want_symbols else "null", *qemu_drives(drives, work)]
