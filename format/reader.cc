@@ -446,6 +446,7 @@ class TraceReader::Ahead {
   struct Decoded {
     v1::Chunk chunk;
     std::vector<Io> ios;     // all its rows; the comm views point into `chunk`
+    bool decoded = false;    // ios holds the chunk's rows; else the caller decodes them
     uint32_t first_row = 0;  // rows before it were passed over (seek_time)
     bool end = false;        // no chunk: the end of the trace, or damage
     std::vector<v1::Device> devices_added;
@@ -456,7 +457,10 @@ class TraceReader::Ahead {
   bool produce(Decoded& d) {
     const int known = impl_.header().devices_size();
     d.end = !impl_.take_chunk(&d.chunk, &d.first_row);
-    if (!d.end) decode_chunk(d.chunk, &d.ios);
+    // A caller that waits for this chunk decodes it itself, while this thread
+    // reads the next: when reading is the slower side, both cores share it.
+    d.decoded = !d.end && !pipe_.consumer_waiting();
+    if (d.decoded) decode_chunk(d.chunk, &d.ios);
     const auto& devices = impl_.header().devices();
     d.devices_added.assign(devices.begin() + known, devices.end());
     impl_.save(&d.progress);
@@ -468,6 +472,7 @@ class TraceReader::Ahead {
     while (!held_ || row_ >= held_->ios.size()) {
       if (ended_) return false;
       held_ = &pipe_.next();
+      if (!held_->end && !held_->decoded) decode_chunk(held_->chunk, &held_->ios);
       for (const auto& dev : held_->devices_added) *header_.add_devices() = dev;
       progress_ = held_->progress;
       ended_ = held_->end;
@@ -480,7 +485,7 @@ class TraceReader::Ahead {
   Impl& impl_;
   v1::TraceHeader header_;
   Impl::Progress progress_;  // as of the chunk handed out last
-  const Decoded* held_ = nullptr;
+  Decoded* held_ = nullptr;
   size_t row_ = 0;  // of held_, next to hand out
   bool ended_ = false;
   DecodeAhead<Decoded> pipe_;  // last: its thread ends before the members it uses go

@@ -837,6 +837,36 @@ TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the p
   CHECK(pipe.next() == 3);
 }
 
+TEST_CASE(
+    "DecodeAhead tells the producer whether the consumer waits for the "
+    "item it makes") {
+  std::atomic<bool> got_first = false;
+  bool waited_for_first = false, waited_for_second = true;
+  int made = 0;
+  format::DecodeAhead<int>* self = nullptr;
+  format::DecodeAhead<int> pipe(1, [&](int& out) {
+    if (made == 0) {  // the consumer asks before the first item exists
+      for (int i = 0; i < 5000 && !self->consumer_waiting(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      waited_for_first = self->consumer_waiting();
+    } else {  // the consumer holds the first item and does not ask yet
+      while (!got_first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      waited_for_second = self->consumer_waiting();
+    }
+    out = made++;
+    return made < 2;
+  });
+  self = &pipe;
+  pipe.start();
+  CHECK(pipe.next() == 0);
+  got_first = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(pipe.next() == 1);
+  pipe.stop();
+  CHECK(waited_for_first);
+  CHECK_FALSE(waited_for_second);
+}
+
 TEST_CASE("decode_ahead keeps the caller's IOs valid until its next call, whatever the thread decodes") {
   TempDir dir;
   const auto ios = random_ios(3000, 23);
