@@ -59,7 +59,10 @@ struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
   // Chunks read, checked and decoded ahead on a thread of the reader's own, at
-  // most this many (0: none, all work is done in the calling thread). The IOs,
+  // most this many (0: none, all work is done in the calling thread). A chunk
+  // the caller already waits for is handed over undecoded and decoded by the
+  // caller while the thread reads the next: work the thread would have kept
+  // the caller waiting for. The IOs,
   // their order, the damage rules, seek_time and everything the reader
   // reports are as without it: the header's devices, status(),
   // dropped_events() and late_ios() are as of the chunk handed out last, not
