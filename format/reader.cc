@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "format/chunk_codec.h"
 #include "format/decode_ahead.h"
@@ -399,7 +400,7 @@ class TraceReader::Impl {
 class TraceReader::Ahead {
  public:
   Ahead(Impl& impl, unsigned depth)
-      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Decoded& d) { return produce(d); }) {
+      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Batch& b) { return produce(b); }) {
     impl_.save(&progress_);
     pipe_.start();
   }
@@ -408,27 +409,29 @@ class TraceReader::Ahead {
 
   std::span<const Io> next_batch() {
     if (!advance()) return {};
-    auto rest = std::span<const Io>(held_->ios).subspan(row_);
-    row_ = held_->ios.size();
+    auto rest = std::span<const Io>(part_->ios).subspan(row_);
+    row_ = part_->ios.size();
     return rest;
   }
   ChunkView next_chunk() {
     if (!advance()) return {};
-    const ChunkView v{&held_->chunk, static_cast<uint32_t>(row_)};
-    row_ = held_->ios.size();
+    const ChunkView v{&part_->chunk, static_cast<uint32_t>(row_)};
+    row_ = part_->ios.size();
     return v;
   }
   bool next(Io& io) {
     if (!advance()) return false;
-    io = held_->ios[row_++];
+    io = part_->ios[row_++];
     return true;
   }
 
   // As the serial reader would from where the caller stands.
   void seek_time(int64_t t) {
     pipe_.stop();
-    held_ = nullptr;
+    batch_ = nullptr;
+    part_ = nullptr;
     ended_ = false;
+    error_ = nullptr;
     impl_.restore(progress_);
     impl_.seek_time(t);
     for (int d = header_.devices_size(); d < impl_.header().devices_size(); ++d)
@@ -443,7 +446,7 @@ class TraceReader::Ahead {
 
  private:
   // One chunk as the thread hands it over, with the reader's state after it.
-  struct Decoded {
+  struct Part {
     v1::Chunk chunk;
     std::vector<Io> ios;     // all its rows; the comm views point into `chunk`
     bool decoded = false;    // ios holds the chunk's rows; else the caller decodes them
@@ -452,32 +455,63 @@ class TraceReader::Ahead {
     std::vector<v1::Device> devices_added;
     Impl::Progress progress;
   };
+  // Chunks handed over together: each hand-over may wake the other thread,
+  // and a long recording's chunks (10 s of issue time each) can be a few
+  // hundred IOs.
+  struct Batch {
+    std::vector<Part> parts;  // [0, used) in order; the rest are buffers to recycle
+    size_t used = 0;
+  };
+  static constexpr uint64_t kBatchIos = 4'096;
 
-  // On the DecodeAhead's thread.
-  bool produce(Decoded& d) {
+  // On the DecodeAhead's thread: chunks up to kBatchIos IOs, or the end.
+  bool produce(Batch& b) {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));  // after the chunks before it
+    b.used = 0;
+    bool more = true;
+    for (uint64_t ios = 0; more && ios < kBatchIos; ios += b.parts[b.used++].chunk.count()) {
+      if (b.parts.size() == b.used) b.parts.emplace_back();
+      try {
+        more = take(b.parts[b.used]);
+      } catch (...) {
+        if (b.used == 0) throw;
+        error_ = std::current_exception();
+        return true;
+      }
+    }
+    // A caller that already waits decodes the rest itself, while this thread reads on.
+    for (size_t i = 0; i < b.used && !pipe_.consumer_waiting(); ++i) decode(b.parts[i]);
+    return more;
+  }
+  bool take(Part& p) {
     const int known = impl_.header().devices_size();
-    d.end = !impl_.take_chunk(&d.chunk, &d.first_row);
-    // A caller that waits for this chunk decodes it itself, while this thread
-    // reads the next: when reading is the slower side, both cores share it.
-    d.decoded = !d.end && !pipe_.consumer_waiting();
-    if (d.decoded) decode_chunk(d.chunk, &d.ios);
+    p.end = !impl_.take_chunk(&p.chunk, &p.first_row);
+    p.decoded = false;
     const auto& devices = impl_.header().devices();
-    d.devices_added.assign(devices.begin() + known, devices.end());
-    impl_.save(&d.progress);
-    return !d.end;
+    p.devices_added.assign(devices.begin() + known, devices.end());
+    impl_.save(&p.progress);
+    return !p.end;
+  }
+  static void decode(Part& p) {
+    if (!p.end && !p.decoded) decode_chunk(p.chunk, &p.ios);
+    p.decoded = true;
   }
 
-  // Makes held_ a chunk with rows left to hand out; false at the end.
+  // Makes part_ a chunk with rows left to hand out; false at the end.
   bool advance() {
-    while (!held_ || row_ >= held_->ios.size()) {
+    while (!part_ || row_ >= part_->ios.size()) {
       if (ended_) return false;
-      held_ = &pipe_.next();
-      if (!held_->end && !held_->decoded) decode_chunk(held_->chunk, &held_->ios);
-      for (const auto& dev : held_->devices_added) *header_.add_devices() = dev;
-      progress_ = held_->progress;
-      ended_ = held_->end;
-      row_ = held_->first_row;
-      if (ended_) held_ = nullptr;
+      if (!batch_ || next_part_ == batch_->used) {
+        batch_ = &pipe_.next();
+        next_part_ = 0;
+      }
+      part_ = &batch_->parts[next_part_++];
+      decode(*part_);
+      for (const auto& dev : part_->devices_added) *header_.add_devices() = dev;
+      progress_ = part_->progress;
+      ended_ = part_->end;
+      row_ = part_->first_row;
+      if (ended_) part_ = nullptr;
     }
     return true;
   }
@@ -485,10 +519,13 @@ class TraceReader::Ahead {
   Impl& impl_;
   v1::TraceHeader header_;
   Impl::Progress progress_;  // as of the chunk handed out last
-  Decoded* held_ = nullptr;
-  size_t row_ = 0;  // of held_, next to hand out
+  Batch* batch_ = nullptr;   // the caller's
+  size_t next_part_ = 0;     // of batch_
+  Part* part_ = nullptr;
+  size_t row_ = 0;  // of part_, next to hand out
   bool ended_ = false;
-  DecodeAhead<Decoded> pipe_;  // last: its thread ends before the members it uses go
+  std::exception_ptr error_;  // the thread's, thrown once the batch before it is handed over
+  DecodeAhead<Batch> pipe_;   // last: its thread ends before the members it uses go
 };
 
 TraceReader::TraceReader(std::vector<std::string> paths, ReaderOptions options)
