@@ -19,6 +19,10 @@
 namespace iotape::format {
 namespace {
 
+// Bytes read a block at a time: a long recording's chunks can be a few KiB,
+// and two reads for each cost more than decoding it.
+constexpr size_t kReadBlock = 256 << 10;
+
 // One open trace file: its header, optional index and read position.
 struct File {
   std::string path;
@@ -29,6 +33,9 @@ struct File {
   uint64_t accounted = 0; // chunks before this offset were counted (seeks re-read them)
   v1::TraceHeader header;
   std::optional<v1::Index> index;
+  std::string block;  // the bytes from block_at on, block_len of them (view_at)
+  uint64_t block_at = 0;
+  size_t block_len = 0;
 
   File() = default;
   File(File&& o) noexcept { *this = std::move(o); }
@@ -41,6 +48,9 @@ struct File {
     accounted = o.accounted;
     header.Swap(&o.header);
     std::swap(index, o.index);
+    std::swap(block, o.block);
+    block_at = o.block_at;
+    block_len = o.block_len;
     return *this;
   }
   ~File() {
@@ -48,16 +58,32 @@ struct File {
   }
 };
 
-// Reads exactly n bytes at off; false if the file ends first.
-bool read_at(const File& f, uint64_t off, size_t n, char* out) {
+// Reads up to n bytes at off, fewer only where the file ends; returns how many.
+size_t read_upto(const File& f, uint64_t off, size_t n, char* out) {
   size_t done = 0;
   while (done < n) {
     ssize_t r = ::pread(f.fd, out + done, n - done, static_cast<off_t>(off + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw error_errno(f.path, "read at byte " + std::to_string(off + done), errno);
-    if (r == 0) return false;
+    if (r == 0) break;
     done += static_cast<size_t>(r);
   }
+  return done;
+}
+
+// Reads exactly n bytes at off; false if the file ends first.
+bool read_at(const File& f, uint64_t off, size_t n, char* out) { return read_upto(f, off, n, out) == n; }
+
+// The n bytes at off, through f's block; valid until the next call. False if
+// the file ends first.
+bool view_at(File& f, uint64_t off, size_t n, std::string_view* out) {
+  if (off < f.block_at || off - f.block_at + n > f.block_len) {
+    if (f.block.size() < std::max(n, kReadBlock)) f.block.resize(std::max(n, kReadBlock));
+    f.block_len = read_upto(f, off, f.block.size(), f.block.data());
+    f.block_at = off;
+  }
+  if (off - f.block_at + n > f.block_len) return false;
+  *out = std::string_view(f.block.data() + (off - f.block_at), n);
   return true;
 }
 
@@ -67,31 +93,29 @@ struct Frame {
 };
 
 // Reads and verifies the frame at `off`. On damage returns nullopt and sets why.
-std::optional<Frame> read_frame(const File& f, uint64_t off, std::string* why, std::string* scratch) {
-  char hb[frame::kHeaderSize];
-  if (!read_at(f, off, sizeof hb, hb)) {
+std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why) {
+  std::string_view bytes;
+  if (!view_at(f, off, frame::kHeaderSize, &bytes)) {
     *why = "file ends inside a frame header (truncated)";
     return std::nullopt;
   }
-  auto h = frame::decode_header(hb, why);
+  auto h = frame::decode_header(bytes.data(), why);
   if (!h) return std::nullopt;
   if (off + frame::kHeaderSize + h->stored_len > f.size) {
     *why = "file ends inside a " + std::to_string(h->stored_len) + "-byte frame (truncated)";
     return std::nullopt;
   }
   Frame fr{*h, {}};
-  std::string& stored = h->codec == frame::Codec::kRaw ? fr.payload : *scratch;
-  stored.resize(h->stored_len);
-  if (!read_at(f, off + frame::kHeaderSize, h->stored_len, stored.data())) {
+  if (!view_at(f, off + frame::kHeaderSize, h->stored_len, &bytes)) {
     *why = "file ends inside a frame (truncated)";
     return std::nullopt;
   }
-  if (frame::crc32(stored) != h->payload_crc) {
+  if (frame::crc32(bytes) != h->payload_crc) {
     *why = "frame checksum mismatch (corrupt)";
     return std::nullopt;
   }
-  if (h->codec == frame::Codec::kZstd && !frame::decompress(stored, h->raw_len, &fr.payload, why))
-    return std::nullopt;
+  if (h->codec == frame::Codec::kRaw) fr.payload.assign(bytes);
+  if (h->codec == frame::Codec::kZstd && !frame::decompress(bytes, h->raw_len, &fr.payload, why)) return std::nullopt;
   return fr;
 }
 
@@ -106,8 +130,8 @@ File open_file(const std::string& path) {
   char magic[sizeof frame::kFileMagic];
   if (!read_at(f, 0, sizeof magic, magic) || std::memcmp(magic, frame::kFileMagic, sizeof magic) != 0)
     throw error_at_byte(path, 0, "not an iotape trace (bad file magic)");
-  std::string why, scratch;
-  auto fr = read_frame(f, sizeof magic, &why, &scratch);
+  std::string why;
+  auto fr = read_frame(f, sizeof magic, &why);
   if (!fr) throw error_at_byte(path, sizeof magic, "unreadable trace header: " + why);
   if (fr->h.kind != frame::Kind::kHeader) throw error_at_byte(path, sizeof magic, "first frame is not a header");
   if (!f.header.ParseFromString(fr->payload))
@@ -123,7 +147,7 @@ File open_file(const std::string& path) {
   char tail[frame::kTailSize];
   if (f.size >= f.pos + frame::kTailSize && read_at(f, f.size - frame::kTailSize, sizeof tail, tail)) {
     if (auto at = frame::decode_tail(tail); at && *at >= f.pos && *at < f.size) {
-      auto ix = read_frame(f, *at, &why, &scratch);
+      auto ix = read_frame(f, *at, &why);
       v1::Index index;
       if (ix && ix->h.kind == frame::Kind::kIndex && index.ParseFromString(ix->payload))
         f.index = std::move(index);
@@ -284,7 +308,7 @@ class TraceReader::Impl {
       }
       const uint64_t at = f.pos;
       std::string why;
-      auto fr = read_frame(f, at, &why, &scratch_);
+      auto fr = read_frame(f, at, &why);
       if (fr && fr->h.kind == frame::Kind::kIndex) {
         f.done = true;
         continue;
@@ -386,7 +410,6 @@ class TraceReader::Impl {
   std::vector<Io> batch_;
   std::span<const Io> current_;
   size_t next_in_batch_ = 0;
-  std::string scratch_;
   ReadStatus status_;
   uint64_t dropped_ = 0;
   uint64_t late_ = 0;
