@@ -89,11 +89,13 @@ bool view_at(File& f, uint64_t off, size_t n, std::string_view* out) {
 
 struct Frame {
   frame::FrameHeader h;
-  std::string payload;  // decompressed
+  std::string_view payload;  // decompressed: in the caller's buffer, or (raw) in f's block until its next read
 };
 
-// Reads and verifies the frame at `off`. On damage returns nullopt and sets why.
-std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why) {
+// Reads and verifies the frame at `off`, decompressing into *buffer (whose
+// storage is reused: no fresh memory to clear for each chunk). On damage
+// returns nullopt and sets why.
+std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::string* buffer) {
   std::string_view bytes;
   if (!view_at(f, off, frame::kHeaderSize, &bytes)) {
     *why = "file ends inside a frame header (truncated)";
@@ -105,7 +107,6 @@ std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why) {
     *why = "file ends inside a " + std::to_string(h->stored_len) + "-byte frame (truncated)";
     return std::nullopt;
   }
-  Frame fr{*h, {}};
   if (!view_at(f, off + frame::kHeaderSize, h->stored_len, &bytes)) {
     *why = "file ends inside a frame (truncated)";
     return std::nullopt;
@@ -114,8 +115,10 @@ std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why) {
     *why = "frame checksum mismatch (corrupt)";
     return std::nullopt;
   }
-  if (h->codec == frame::Codec::kRaw) fr.payload.assign(bytes);
-  if (h->codec == frame::Codec::kZstd && !frame::decompress(bytes, h->raw_len, &fr.payload, why)) return std::nullopt;
+  Frame fr{*h, bytes};
+  if (h->codec == frame::Codec::kRaw) return fr;
+  if (!frame::decompress(bytes, h->raw_len, buffer, why)) return std::nullopt;
+  fr.payload = *buffer;
   return fr;
 }
 
@@ -130,11 +133,11 @@ File open_file(const std::string& path) {
   char magic[sizeof frame::kFileMagic];
   if (!read_at(f, 0, sizeof magic, magic) || std::memcmp(magic, frame::kFileMagic, sizeof magic) != 0)
     throw error_at_byte(path, 0, "not an iotape trace (bad file magic)");
-  std::string why;
-  auto fr = read_frame(f, sizeof magic, &why);
+  std::string why, buffer;
+  auto fr = read_frame(f, sizeof magic, &why, &buffer);
   if (!fr) throw error_at_byte(path, sizeof magic, "unreadable trace header: " + why);
   if (fr->h.kind != frame::Kind::kHeader) throw error_at_byte(path, sizeof magic, "first frame is not a header");
-  if (!f.header.ParseFromString(fr->payload))
+  if (!f.header.ParseFromArray(fr->payload.data(), static_cast<int>(fr->payload.size())))
     throw error_at_byte(path, sizeof magic + frame::kHeaderSize, "trace header does not parse");
   if (f.header.format_version() > kFormatVersion)
     throw error_at_byte(path, sizeof magic + frame::kHeaderSize,
@@ -147,9 +150,10 @@ File open_file(const std::string& path) {
   char tail[frame::kTailSize];
   if (f.size >= f.pos + frame::kTailSize && read_at(f, f.size - frame::kTailSize, sizeof tail, tail)) {
     if (auto at = frame::decode_tail(tail); at && *at >= f.pos && *at < f.size) {
-      auto ix = read_frame(f, *at, &why);
+      auto ix = read_frame(f, *at, &why, &buffer);
       v1::Index index;
-      if (ix && ix->h.kind == frame::Kind::kIndex && index.ParseFromString(ix->payload))
+      if (ix && ix->h.kind == frame::Kind::kIndex &&
+          index.ParseFromArray(ix->payload.data(), static_cast<int>(ix->payload.size())))
         f.index = std::move(index);
     }
   }
@@ -308,7 +312,7 @@ class TraceReader::Impl {
       }
       const uint64_t at = f.pos;
       std::string why;
-      auto fr = read_frame(f, at, &why);
+      auto fr = read_frame(f, at, &why, &payload_);
       if (fr && fr->h.kind == frame::Kind::kIndex) {
         f.done = true;
         continue;
@@ -352,7 +356,7 @@ class TraceReader::Impl {
   }
 
   bool load(const Frame& fr, std::string* why) {
-    if (!chunk_.ParseFromString(fr.payload)) {
+    if (!chunk_.ParseFromArray(fr.payload.data(), static_cast<int>(fr.payload.size()))) {
       *why = "chunk does not parse";
       return false;
     }
@@ -407,6 +411,7 @@ class TraceReader::Impl {
   std::map<std::string, std::string> metadata_;
   mutable std::optional<TraceIndex> first_index_;  // files_[0].index, as plain values once asked for
   v1::Chunk chunk_;
+  std::string payload_;  // the last chunk frame's, decompressed
   std::vector<Io> batch_;
   std::span<const Io> current_;
   size_t next_in_batch_ = 0;
