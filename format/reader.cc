@@ -56,6 +56,11 @@ struct File {
   ~File() {
     if (fd >= 0) ::close(fd);
   }
+  // Only the file being read keeps a block, however many parts a trace has.
+  void release_block() {
+    std::string().swap(block);
+    block_len = 0;
+  }
 };
 
 // Reads up to n bytes at off, fewer only where the file ends; returns how many.
@@ -157,6 +162,7 @@ File open_file(const std::string& path) {
         f.index = std::move(index);
     }
   }
+  f.release_block();
   return f;
 }
 
@@ -303,6 +309,7 @@ class TraceReader::Impl {
       File& f = files_[cur_];
       if (status_.damaged && !opt_.skip_damaged) return false;
       if (f.done) {
+        f.release_block();
         ++cur_;
         continue;
       }
