@@ -22,7 +22,10 @@ class OffsetMap {
     std::vector<uint64_t> counts;  // [column * rows + row]
   };
   OffsetMap(size_t columns = 240, size_t rows = 64) : columns_(columns), rows_(rows) {}
-  void set_origin(int64_t origin_ns) { origin_ns_ = origin_ns; }
+  void set_origin(int64_t origin_ns) {
+    origin_ns_ = origin_ns;
+    last_to_ = -1;
+  }
   void add(const format::Io& io, const v1::TraceHeader& header);
 
   size_t columns() const { return columns_; }
@@ -38,6 +41,11 @@ class OffsetMap {
   size_t columns_, rows_;
   int64_t origin_ns_ = 0;
   int64_t column_ns_ = 1'000'000'000;
+  // The column the last IO went to covers [last_from_, last_to_) from the
+  // origin; none when last_to_ is -1.
+  size_t last_ = 0;
+  int64_t last_from_ = 0;
+  int64_t last_to_ = -1;
   std::vector<Device> devices_;
 };
 

@@ -86,6 +86,8 @@ Timeline::Timeline(const v1::TraceHeader& header, size_t max_bins) : max_bins_(s
 void Timeline::set_origin(int64_t origin_ns) {
   origin_known_ = true;
   origin_ns_ = origin_ns;
+  last_to_ = -1;
+  last_hour_to_ = last_hour_from_;
   // Rows start at midnight (UTC) before the origin with a wall clock, at the
   // origin without.
   day_zero_ns_ = wall_clock_ ? floor_div(origin_ns + to_unix_ns_, kDayNs) * kDayNs - to_unix_ns_ : origin_ns;
@@ -98,8 +100,18 @@ Timeline::Bin& Timeline::bin(size_t i) {
 
 size_t Timeline::index_of(int64_t t) {
   const int64_t rel = std::max<int64_t>(0, t - origin_ns_);  // late IOs, issued before the first, count in bin 0
+  // IOs come in issue order: most times fall in the bin of the one before,
+  // found without a division.
+  if (rel >= last_from_ && rel < last_to_) return last_;
   while (static_cast<uint64_t>(rel / bin_ns_) >= max_bins_) coarsen();
-  return static_cast<size_t>(rel / bin_ns_);
+  last_ = static_cast<size_t>(rel / bin_ns_);
+  last_from_ = static_cast<int64_t>(last_) * bin_ns_;
+  last_to_ = last_from_ + bin_ns_;
+  return last_;
+}
+
+bool Timeline::in_last_bin(int64_t start, int64_t end) const {
+  return start < end && start - origin_ns_ >= last_from_ && end - origin_ns_ <= last_to_;
 }
 
 void Timeline::coarsen() {
@@ -115,27 +127,39 @@ void Timeline::coarsen() {
   }
   bins_ = std::move(merged);
   bin_ns_ *= 2;
+  last_to_ = -1;  // the bin found last moved
+}
+
+template <typename Add>
+void Timeline::spread(int64_t start, int64_t end, Add add) {
+  if (in_last_bin(start, end)) return add(last_, end - start);  // most IOs and busy periods are shorter than a bin
+  index_of(end > start ? end - 1 : start);  // coarsen before spreading: the bins must not move under the loop
+  for (size_t i = index_of(start); origin_ns_ + static_cast<int64_t>(i) * bin_ns_ < end; ++i) {
+    const int64_t lo = std::max(start, origin_ns_ + static_cast<int64_t>(i) * bin_ns_);
+    const int64_t hi = std::min(end, origin_ns_ + static_cast<int64_t>(i + 1) * bin_ns_);
+    if (hi > lo) add(i, hi - lo);
+  }
 }
 
 void Timeline::spread_busy(int64_t start, int64_t end, uint32_t device) {
   if (end <= start) return;
-  index_of(end - 1);  // coarsen before spreading: the bins must not move under the loop
-  for (size_t i = index_of(start); origin_ns_ + static_cast<int64_t>(i) * bin_ns_ < end; ++i) {
-    const int64_t lo = std::max(start, origin_ns_ + static_cast<int64_t>(i) * bin_ns_);
-    const int64_t hi = std::min(end, origin_ns_ + static_cast<int64_t>(i + 1) * bin_ns_);
-    if (hi <= lo) continue;
+  spread(start, end, [&](size_t i, int64_t ns) {
     Bin& b = bin(i);
     if (device == kAllDevices) {
-      b.busy_all_ns += hi - lo;
+      b.busy_all_ns += ns;
     } else {
       if (b.busy_ns.size() <= device) b.busy_ns.resize(device + 1);
-      b.busy_ns[device] += hi - lo;
+      b.busy_ns[device] += ns;
     }
-  }
+  });
   if (device == kAllDevices) spread_hours(start, end);
 }
 
 void Timeline::spread_hours(int64_t start, int64_t end) {
+  if (start >= last_hour_from_ && end <= last_hour_to_) {  // within the hour met last
+    hours_[last_hour_ / 24][last_hour_ % 24] += end - start;
+    return;
+  }
   for (int64_t h = floor_div(std::max(start, day_zero_ns_) - day_zero_ns_, kHourNs);; ++h) {
     const int64_t cell_start = day_zero_ns_ + h * kHourNs;
     if (cell_start >= end) break;
@@ -143,6 +167,9 @@ void Timeline::spread_hours(int64_t start, int64_t end) {
     const auto day = static_cast<size_t>(h / 24);
     if (hours_.size() <= day) hours_.resize(day + 1, std::array<int64_t, 24>{});
     if (hi > lo) hours_[day][static_cast<size_t>(h % 24)] += hi - lo;
+    last_hour_ = static_cast<size_t>(h);
+    last_hour_from_ = cell_start;
+    last_hour_to_ = cell_start + kHourNs;
   }
 }
 
@@ -154,12 +181,7 @@ void Timeline::add(const format::Io& io, int64_t end_ns) {
   if (io.has_complete() && (io.op == format::Op::kRead || io.op == format::Op::kWrite) && !io.never_issued())
     b.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, io.complete_ns - io.issue_ns)));
   if (io.never_issued()) return;  // no device time: nothing in flight, nothing busy
-  index_of(end > start ? end - 1 : start);
-  for (size_t i = index_of(start); origin_ns_ + static_cast<int64_t>(i) * bin_ns_ < end; ++i) {
-    const int64_t lo = std::max(start, origin_ns_ + static_cast<int64_t>(i) * bin_ns_);
-    const int64_t hi = std::min(end, origin_ns_ + static_cast<int64_t>(i + 1) * bin_ns_);
-    if (hi > lo) bin(i).in_flight_ns += static_cast<double>(hi - lo);
-  }
+  spread(start, end, [this](size_t i, int64_t ns) { bin(i).in_flight_ns += static_cast<double>(ns); });
   if (per_device_.size() <= io.device) per_device_.resize(io.device + 1);
   int64_t s = 0, e = 0;
   if (per_device_[io.device].add(start, end, s, e)) spread_busy(s, e, io.device);

@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   unsigned decode_ahead = format::kToolDecodeAhead;
   int rounds = 3;
   app.add_option("--rounds", rounds, "Rounds of each run, the fastest kept")->capture_default_str();
-  app.add_option("--decode-ahead", decode_ahead, "Chunks decoded ahead in the second runs")->capture_default_str();
+  app.add_option("--decode-ahead", decode_ahead, "Batches of chunks decoded ahead in the second runs")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (!(keep && std::filesystem::exists(path))) {

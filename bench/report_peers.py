@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """`iotape report` beside btt and DuckDB on the same IOs, one synthetic trace
 of N IOs (default 10M) on an NVMe drive's device number (btt leaves out
-device 0:0), written by report_bench:
+device 0:0), written by report_bench (--span stretches it, e.g. over a week:
+7d), or a trace given with --trace (read, never changed):
 
 - report_bench on the trace: the analysis with the chunks decoded in the
   analysing thread (one thread, as before ReaderOptions::decode_ahead) and on
   a second thread, wall clock and peak RSS;
-- `iotape report --json` end to end (both cores), wall clock and peak RSS;
+- end to end (both cores), wall clock and peak RSS: `iotape report --json`,
+  `report --html` (the week page), `info --json` and `cut --heavy`, the
+  commands that read a whole trace;
 - btt (blktrace's analyser) on the trace exported as blktrace binary
   (`iotape export blktrace`), wall clock of `btt -i`;
 - DuckDB on the trace as a Parquet dataset (python3 -m iotape parquet): a
@@ -16,7 +19,8 @@ device 0:0), written by report_bench:
 each as IOs per second and as a ratio to iotape report's. Every time is the
 fastest of --rounds (other load on the machine only slows a run down); the
 exports are timed apart, not counted. Run with the package's environment:
-  build/python-venv/bin/python bench/report_peers.py [--ios N] [--dir /var/tmp] [--rounds 3]
+  build/python-venv/bin/python bench/report_peers.py [--ios N] [--span 7d] [--trace PATH] [--dir /var/tmp]
+                                                     [--rounds 3]
 """
 
 import argparse
@@ -57,15 +61,20 @@ def timed(cmd, rounds, **kw):
     return best, rss, out
 
 
+WIDTH = 44  # of the name column
+
+
 def line(name, n, seconds, iotape_seconds, extra=""):
     ratio = seconds / iotape_seconds
-    print(f"{name:<34} {n / seconds / 1e6:7.2f} M IOs/s  ({seconds:6.2f} s; iotape report is {ratio:5.1f}x as fast)"
-          + extra)
+    print(f"{name:<{WIDTH}} {n / seconds / 1e6:7.2f} M IOs/s  ({seconds:6.2f} s; "
+          f"iotape report is {ratio:5.1f}x as fast)" + extra)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ios", type=int, default=10_000_000)
+    ap.add_argument("--span", default="0", help="trace time the generated IOs spread over, e.g. 7d")
+    ap.add_argument("--trace", help="an existing trace to measure instead (of --ios IOs)")
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -73,16 +82,24 @@ def main():
     iotape = os.path.join(a.build, "cli", "iotape")
     work = tempfile.mkdtemp(prefix="iotape-peers-", dir=a.dir)
     try:
-        trace = os.path.join(work, "t.iot")
+        trace = a.trace or os.path.join(work, "t.iot")
         n = a.ios
-        subprocess.run([os.path.join(a.build, "bench", "report_bench"), "--ios", str(n), "--trace", trace, "--keep",
-                        "--rounds", str(a.rounds)], check=True)
+        subprocess.run([os.path.join(a.build, "bench", "report_bench"), "--ios", str(n), "--span", a.span, "--trace",
+                        trace, "--keep", "--rounds", str(a.rounds)], check=True)
         sys.stdout.flush()
 
         report_s, report_rss, out = timed([iotape, "report", "--json", trace], a.rounds)
         report = json.loads(out)
-        print(f"{'iotape report --json, end to end':<34} {n / report_s / 1e6:7.2f} M IOs/s  ({report_s:6.2f} s), "
-              f"peak RSS {report_rss:.1f} MiB")
+        n = report["ios"]
+        runs = [("report --json", report_s, report_rss),
+                ("report --html (week page)", *timed([iotape, "report", "--html", os.path.join(work, "week.html"),
+                                                      trace], a.rounds)[:2]),
+                ("info --json", *timed([iotape, "info", "--json", trace], a.rounds)[:2]),
+                ("cut --heavy", *timed([iotape, "cut", "--heavy", "-o", os.path.join(work, "cut.iot"), trace],
+                                       a.rounds)[:2])]
+        for name, seconds, rss in runs:
+            print(f"{'iotape ' + name + ', end to end':<{WIDTH}} {n / seconds / 1e6:7.2f} M IOs/s  "
+                  f"({seconds:6.2f} s), peak RSS {rss:.1f} MiB")
 
         blk = os.path.join(work, "t.blktrace")
         t0 = time.perf_counter()

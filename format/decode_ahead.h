@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -56,6 +57,10 @@ class DecodeAhead {
     if (held_) free_.push_back(std::move(held_));
   }
 
+  // For produce: whether the consumer waits for the item being produced, so
+  // that work left in it is better done by the consumer than waited for.
+  bool consumer_waiting() const { return waiting_.load(std::memory_order_relaxed); }
+
   // The next item in order, waiting for it. An exception thrown by produce is
   // rethrown here, and by every later call, once the items produced before it
   // were handed over.
@@ -66,7 +71,9 @@ class DecodeAhead {
       free_.push_back(std::move(held_));
       changed_.notify_all();
     }
+    waiting_ = ready_.empty() && !error_;
     changed_.wait(lock, [&] { return !ready_.empty() || error_; });
+    waiting_ = false;
     if (ready_.empty()) std::rethrow_exception(error_);
     held_ = std::move(ready_.front());
     ready_.pop_front();
@@ -107,6 +114,7 @@ class DecodeAhead {
   std::deque<std::unique_ptr<Item>> ready_;  // filled, in order
   std::unique_ptr<Item> held_;               // the consumer's
   bool stopping_ = false;
+  std::atomic<bool> waiting_ = false;
   std::exception_ptr error_;
   std::thread thread_;
 };

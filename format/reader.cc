@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "format/chunk_codec.h"
 #include "format/decode_ahead.h"
@@ -17,6 +18,10 @@
 
 namespace iotape::format {
 namespace {
+
+// Bytes read a block at a time: a long recording's chunks can be a few KiB,
+// and two reads for each cost more than decoding it.
+constexpr size_t kReadBlock = 256 << 10;
 
 // One open trace file: its header, optional index and read position.
 struct File {
@@ -28,6 +33,9 @@ struct File {
   uint64_t accounted = 0; // chunks before this offset were counted (seeks re-read them)
   v1::TraceHeader header;
   std::optional<v1::Index> index;
+  std::string block;  // the bytes from block_at on, block_len of them (view_at)
+  uint64_t block_at = 0;
+  size_t block_len = 0;
 
   File() = default;
   File(File&& o) noexcept { *this = std::move(o); }
@@ -40,57 +48,82 @@ struct File {
     accounted = o.accounted;
     header.Swap(&o.header);
     std::swap(index, o.index);
+    std::swap(block, o.block);
+    block_at = o.block_at;
+    block_len = o.block_len;
     return *this;
   }
   ~File() {
     if (fd >= 0) ::close(fd);
   }
+  // Only the file being read keeps a block, however many parts a trace has.
+  void release_block() {
+    std::string().swap(block);
+    block_len = 0;
+  }
 };
 
-// Reads exactly n bytes at off; false if the file ends first.
-bool read_at(const File& f, uint64_t off, size_t n, char* out) {
+// Reads up to n bytes at off, fewer only where the file ends; returns how many.
+size_t read_upto(const File& f, uint64_t off, size_t n, char* out) {
   size_t done = 0;
   while (done < n) {
     ssize_t r = ::pread(f.fd, out + done, n - done, static_cast<off_t>(off + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw error_errno(f.path, "read at byte " + std::to_string(off + done), errno);
-    if (r == 0) return false;
+    if (r == 0) break;
     done += static_cast<size_t>(r);
   }
+  return done;
+}
+
+// Reads exactly n bytes at off; false if the file ends first.
+bool read_at(const File& f, uint64_t off, size_t n, char* out) { return read_upto(f, off, n, out) == n; }
+
+// The n bytes at off, through f's block; valid until the next call. False if
+// the file ends first.
+bool view_at(File& f, uint64_t off, size_t n, std::string_view* out) {
+  if (off < f.block_at || off - f.block_at + n > f.block_len) {
+    if (f.block.size() < std::max(n, kReadBlock)) f.block.resize(std::max(n, kReadBlock));
+    f.block_len = read_upto(f, off, f.block.size(), f.block.data());
+    f.block_at = off;
+  }
+  if (off - f.block_at + n > f.block_len) return false;
+  *out = std::string_view(f.block.data() + (off - f.block_at), n);
   return true;
 }
 
 struct Frame {
   frame::FrameHeader h;
-  std::string payload;  // decompressed
+  std::string_view payload;  // decompressed: in the caller's buffer, or (raw) in f's block until its next read
 };
 
-// Reads and verifies the frame at `off`. On damage returns nullopt and sets why.
-std::optional<Frame> read_frame(const File& f, uint64_t off, std::string* why, std::string* scratch) {
-  char hb[frame::kHeaderSize];
-  if (!read_at(f, off, sizeof hb, hb)) {
+// Reads and verifies the frame at `off`, decompressing into *buffer (whose
+// storage is reused: no fresh memory to clear for each chunk). On damage
+// returns nullopt and sets why.
+std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::string* buffer) {
+  std::string_view bytes;
+  if (!view_at(f, off, frame::kHeaderSize, &bytes)) {
     *why = "file ends inside a frame header (truncated)";
     return std::nullopt;
   }
-  auto h = frame::decode_header(hb, why);
+  auto h = frame::decode_header(bytes.data(), why);
   if (!h) return std::nullopt;
   if (off + frame::kHeaderSize + h->stored_len > f.size) {
     *why = "file ends inside a " + std::to_string(h->stored_len) + "-byte frame (truncated)";
     return std::nullopt;
   }
-  Frame fr{*h, {}};
-  std::string& stored = h->codec == frame::Codec::kRaw ? fr.payload : *scratch;
-  stored.resize(h->stored_len);
-  if (!read_at(f, off + frame::kHeaderSize, h->stored_len, stored.data())) {
+  if (!view_at(f, off + frame::kHeaderSize, h->stored_len, &bytes)) {
     *why = "file ends inside a frame (truncated)";
     return std::nullopt;
   }
-  if (frame::crc32(stored) != h->payload_crc) {
+  if (frame::crc32(bytes) != h->payload_crc) {
     *why = "frame checksum mismatch (corrupt)";
     return std::nullopt;
   }
-  if (h->codec == frame::Codec::kZstd && !frame::decompress(stored, h->raw_len, &fr.payload, why))
-    return std::nullopt;
+  Frame fr{*h, bytes};
+  if (h->codec == frame::Codec::kRaw) return fr;
+  if (!frame::decompress(bytes, h->raw_len, buffer, why)) return std::nullopt;
+  fr.payload = *buffer;
   return fr;
 }
 
@@ -105,11 +138,11 @@ File open_file(const std::string& path) {
   char magic[sizeof frame::kFileMagic];
   if (!read_at(f, 0, sizeof magic, magic) || std::memcmp(magic, frame::kFileMagic, sizeof magic) != 0)
     throw error_at_byte(path, 0, "not an iotape trace (bad file magic)");
-  std::string why, scratch;
-  auto fr = read_frame(f, sizeof magic, &why, &scratch);
+  std::string why, buffer;
+  auto fr = read_frame(f, sizeof magic, &why, &buffer);
   if (!fr) throw error_at_byte(path, sizeof magic, "unreadable trace header: " + why);
   if (fr->h.kind != frame::Kind::kHeader) throw error_at_byte(path, sizeof magic, "first frame is not a header");
-  if (!f.header.ParseFromString(fr->payload))
+  if (!f.header.ParseFromArray(fr->payload.data(), static_cast<int>(fr->payload.size())))
     throw error_at_byte(path, sizeof magic + frame::kHeaderSize, "trace header does not parse");
   if (f.header.format_version() > kFormatVersion)
     throw error_at_byte(path, sizeof magic + frame::kHeaderSize,
@@ -122,12 +155,14 @@ File open_file(const std::string& path) {
   char tail[frame::kTailSize];
   if (f.size >= f.pos + frame::kTailSize && read_at(f, f.size - frame::kTailSize, sizeof tail, tail)) {
     if (auto at = frame::decode_tail(tail); at && *at >= f.pos && *at < f.size) {
-      auto ix = read_frame(f, *at, &why, &scratch);
+      auto ix = read_frame(f, *at, &why, &buffer);
       v1::Index index;
-      if (ix && ix->h.kind == frame::Kind::kIndex && index.ParseFromString(ix->payload))
+      if (ix && ix->h.kind == frame::Kind::kIndex &&
+          index.ParseFromArray(ix->payload.data(), static_cast<int>(ix->payload.size())))
         f.index = std::move(index);
     }
   }
+  f.release_block();
   return f;
 }
 
@@ -274,6 +309,7 @@ class TraceReader::Impl {
       File& f = files_[cur_];
       if (status_.damaged && !opt_.skip_damaged) return false;
       if (f.done) {
+        f.release_block();
         ++cur_;
         continue;
       }
@@ -283,7 +319,7 @@ class TraceReader::Impl {
       }
       const uint64_t at = f.pos;
       std::string why;
-      auto fr = read_frame(f, at, &why, &scratch_);
+      auto fr = read_frame(f, at, &why, &payload_);
       if (fr && fr->h.kind == frame::Kind::kIndex) {
         f.done = true;
         continue;
@@ -327,7 +363,7 @@ class TraceReader::Impl {
   }
 
   bool load(const Frame& fr, std::string* why) {
-    if (!chunk_.ParseFromString(fr.payload)) {
+    if (!chunk_.ParseFromArray(fr.payload.data(), static_cast<int>(fr.payload.size()))) {
       *why = "chunk does not parse";
       return false;
     }
@@ -382,10 +418,10 @@ class TraceReader::Impl {
   std::map<std::string, std::string> metadata_;
   mutable std::optional<TraceIndex> first_index_;  // files_[0].index, as plain values once asked for
   v1::Chunk chunk_;
+  std::string payload_;  // the last chunk frame's, decompressed
   std::vector<Io> batch_;
   std::span<const Io> current_;
   size_t next_in_batch_ = 0;
-  std::string scratch_;
   ReadStatus status_;
   uint64_t dropped_ = 0;
   uint64_t late_ = 0;
@@ -399,7 +435,7 @@ class TraceReader::Impl {
 class TraceReader::Ahead {
  public:
   Ahead(Impl& impl, unsigned depth)
-      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Decoded& d) { return produce(d); }) {
+      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Batch& b) { return produce(b); }) {
     impl_.save(&progress_);
     pipe_.start();
   }
@@ -408,27 +444,29 @@ class TraceReader::Ahead {
 
   std::span<const Io> next_batch() {
     if (!advance()) return {};
-    auto rest = std::span<const Io>(held_->ios).subspan(row_);
-    row_ = held_->ios.size();
+    auto rest = std::span<const Io>(part_->ios).subspan(row_);
+    row_ = part_->ios.size();
     return rest;
   }
   ChunkView next_chunk() {
     if (!advance()) return {};
-    const ChunkView v{&held_->chunk, static_cast<uint32_t>(row_)};
-    row_ = held_->ios.size();
+    const ChunkView v{&part_->chunk, static_cast<uint32_t>(row_)};
+    row_ = part_->ios.size();
     return v;
   }
   bool next(Io& io) {
     if (!advance()) return false;
-    io = held_->ios[row_++];
+    io = part_->ios[row_++];
     return true;
   }
 
   // As the serial reader would from where the caller stands.
   void seek_time(int64_t t) {
     pipe_.stop();
-    held_ = nullptr;
+    batch_ = nullptr;
+    part_ = nullptr;
     ended_ = false;
+    error_ = nullptr;
     impl_.restore(progress_);
     impl_.seek_time(t);
     for (int d = header_.devices_size(); d < impl_.header().devices_size(); ++d)
@@ -443,36 +481,72 @@ class TraceReader::Ahead {
 
  private:
   // One chunk as the thread hands it over, with the reader's state after it.
-  struct Decoded {
+  struct Part {
     v1::Chunk chunk;
     std::vector<Io> ios;     // all its rows; the comm views point into `chunk`
+    bool decoded = false;    // ios holds the chunk's rows; else the caller decodes them
     uint32_t first_row = 0;  // rows before it were passed over (seek_time)
     bool end = false;        // no chunk: the end of the trace, or damage
     std::vector<v1::Device> devices_added;
     Impl::Progress progress;
   };
+  // Chunks handed over together: each hand-over may wake the other thread,
+  // and a long recording's chunks (10 s of issue time each) can be a few
+  // hundred IOs.
+  struct Batch {
+    std::vector<Part> parts;  // [0, used) in order; the rest are buffers to recycle
+    size_t used = 0;
+  };
+  static constexpr uint64_t kBatchIos = 4'096;
 
-  // On the DecodeAhead's thread.
-  bool produce(Decoded& d) {
+  // On the DecodeAhead's thread: chunks up to kBatchIos IOs, or the end.
+  bool produce(Batch& b) {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));  // after the chunks before it
+    b.used = 0;
+    bool more = true;
+    for (uint64_t ios = 0; more && ios < kBatchIos; ios += b.parts[b.used++].chunk.count()) {
+      if (b.parts.size() == b.used) b.parts.emplace_back();
+      try {
+        more = take(b.parts[b.used]);
+      } catch (...) {
+        if (b.used == 0) throw;
+        error_ = std::current_exception();
+        return true;
+      }
+    }
+    // A caller that already waits decodes the rest itself, while this thread reads on.
+    for (size_t i = 0; i < b.used && !pipe_.consumer_waiting(); ++i) decode(b.parts[i]);
+    return more;
+  }
+  bool take(Part& p) {
     const int known = impl_.header().devices_size();
-    d.end = !impl_.take_chunk(&d.chunk, &d.first_row);
-    if (!d.end) decode_chunk(d.chunk, &d.ios);
+    p.end = !impl_.take_chunk(&p.chunk, &p.first_row);
+    p.decoded = false;
     const auto& devices = impl_.header().devices();
-    d.devices_added.assign(devices.begin() + known, devices.end());
-    impl_.save(&d.progress);
-    return !d.end;
+    p.devices_added.assign(devices.begin() + known, devices.end());
+    impl_.save(&p.progress);
+    return !p.end;
+  }
+  static void decode(Part& p) {
+    if (!p.end && !p.decoded) decode_chunk(p.chunk, &p.ios);
+    p.decoded = true;
   }
 
-  // Makes held_ a chunk with rows left to hand out; false at the end.
+  // Makes part_ a chunk with rows left to hand out; false at the end.
   bool advance() {
-    while (!held_ || row_ >= held_->ios.size()) {
+    while (!part_ || row_ >= part_->ios.size()) {
       if (ended_) return false;
-      held_ = &pipe_.next();
-      for (const auto& dev : held_->devices_added) *header_.add_devices() = dev;
-      progress_ = held_->progress;
-      ended_ = held_->end;
-      row_ = held_->first_row;
-      if (ended_) held_ = nullptr;
+      if (!batch_ || next_part_ == batch_->used) {
+        batch_ = &pipe_.next();
+        next_part_ = 0;
+      }
+      part_ = &batch_->parts[next_part_++];
+      decode(*part_);
+      for (const auto& dev : part_->devices_added) *header_.add_devices() = dev;
+      progress_ = part_->progress;
+      ended_ = part_->end;
+      row_ = part_->first_row;
+      if (ended_) part_ = nullptr;
     }
     return true;
   }
@@ -480,10 +554,13 @@ class TraceReader::Ahead {
   Impl& impl_;
   v1::TraceHeader header_;
   Impl::Progress progress_;  // as of the chunk handed out last
-  const Decoded* held_ = nullptr;
-  size_t row_ = 0;  // of held_, next to hand out
+  Batch* batch_ = nullptr;   // the caller's
+  size_t next_part_ = 0;     // of batch_
+  Part* part_ = nullptr;
+  size_t row_ = 0;  // of part_, next to hand out
   bool ended_ = false;
-  DecodeAhead<Decoded> pipe_;  // last: its thread ends before the members it uses go
+  std::exception_ptr error_;  // the thread's, thrown once the batch before it is handed over
+  DecodeAhead<Batch> pipe_;   // last: its thread ends before the members it uses go
 };
 
 TraceReader::TraceReader(std::vector<std::string> paths, ReaderOptions options)

@@ -439,6 +439,43 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
   for (int i = 0; i < 300; ++i) check_cut(rng() % data.size());
 }
 
+TEST_CASE("frames across the reader's 256 KiB read blocks, and larger than one, read back; cuts past them too") {
+  TempDir dir;
+  const auto ios = random_ios(120000, 31);
+  for (uint32_t chunk_ios : {700u, 16384u}) {  // many frames across block ends; frames larger than a block
+    INFO("chunk_ios " << chunk_ios);
+    write_trace(dir.file("big.iot"), ios, {.chunk_ios = chunk_ios});
+    const std::string data = read_file(dir.file("big.iot"));
+    const auto frames = frame_offsets(data);
+    REQUIRE(data.size() > 4 * (256 << 10));
+    uint64_t largest = 0;
+    for (size_t f = 1; f < frames.size(); ++f) largest = std::max(largest, frames[f] - frames[f - 1]);
+    CHECK((chunk_ios == 700 ? largest < (256 << 10) : largest > (256 << 10)));
+    for (unsigned ahead : {0u, 4u}) {
+      format::TraceReader r(dir.file("big.iot"), {.decode_ahead = ahead});
+      std::vector<std::string> comms;
+      const auto got = read_all(r, &comms);
+      REQUIRE(got.size() == ios.size());
+      for (size_t i = 0; i < got.size(); ++i) require_same(got[i], ios[i].io);
+      CHECK_FALSE(r.status().damaged);
+    }
+    std::mt19937 rng(chunk_ios);
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t cut = (256 << 10) + rng() % (data.size() - (256 << 10));
+      INFO("cut at " << cut);
+      write_file(dir.file("cut.iot"), data.substr(0, cut));
+      format::TraceReader r(dir.file("cut.iot"));
+      std::vector<std::string> comms;
+      const auto got = read_all(r, &comms);
+      size_t complete = 0;
+      for (size_t f = 1; f + 1 < frames.size(); ++f) complete += frames[f + 1] <= cut;
+      REQUIRE(got.size() == std::min<size_t>(complete * chunk_ios, ios.size()));
+      for (size_t k = 0; k < got.size(); ++k) require_same(got[k], ios[k].io);
+      CHECK(r.status().damaged);
+    }
+  }
+}
+
 TEST_CASE("next_chunk hands out the chunks next_batch decodes, with the same damage") {
   TempDir dir;
   const auto ios = random_ios(2000, 8);
@@ -835,6 +872,36 @@ TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the p
   made = 3;
   pipe.start();
   CHECK(pipe.next() == 3);
+}
+
+TEST_CASE(
+    "DecodeAhead tells the producer whether the consumer waits for the "
+    "item it makes") {
+  std::atomic<bool> got_first = false;
+  bool waited_for_first = false, waited_for_second = true;
+  int made = 0;
+  format::DecodeAhead<int>* self = nullptr;
+  format::DecodeAhead<int> pipe(1, [&](int& out) {
+    if (made == 0) {  // the consumer asks before the first item exists
+      for (int i = 0; i < 5000 && !self->consumer_waiting(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      waited_for_first = self->consumer_waiting();
+    } else {  // the consumer holds the first item and does not ask yet
+      while (!got_first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      waited_for_second = self->consumer_waiting();
+    }
+    out = made++;
+    return made < 2;
+  });
+  self = &pipe;
+  pipe.start();
+  CHECK(pipe.next() == 0);
+  got_first = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(pipe.next() == 1);
+  pipe.stop();
+  CHECK(waited_for_first);
+  CHECK_FALSE(waited_for_second);
 }
 
 TEST_CASE("decode_ahead keeps the caller's IOs valid until its next call, whatever the thread decodes") {

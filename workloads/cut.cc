@@ -234,7 +234,8 @@ namespace {
 std::vector<size_t> by_score(const Activity& activity) {
   const auto& windows = activity.windows;
   std::vector<size_t> order;
-  for (size_t i = 0; i < activity.within(); ++i)
+  const size_t within = activity.within();  // a scan of the windows: once, not per window
+  for (size_t i = 0; i < within; ++i)
     if (windows[i].ios > 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].score > windows[b].score; });
   return order;
