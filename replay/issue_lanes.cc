@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "host/clocks.h"
-#include "replay/cpu_load.h"
 #include "replay/engine.h"
 #include "replay/saturation.h"
 
@@ -65,11 +64,11 @@ struct Lanes {
       counted = true;
       go.wait();
       if (!aborted) {
-        const int64_t cpu = thread_cpu_ns(), wait = thread_cpu_wait_ns();
+        const ThreadUseMeter thread;
         loop.run(start_ns, stop, halt);
         end_ns[i] = host::monotonic_ns();
-        cpu_ns[i] = thread_cpu_ns() - cpu;
-        wait_ns[i] = thread_cpu_wait_ns() - wait + loop.blocked_ns();
+        cpu_ns[i] = thread.cpu_ns();
+        wait_ns[i] = thread.wait_ns() + loop.blocked_ns();
       }
       loop.hand_over_rest();
     } catch (...) {

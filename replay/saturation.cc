@@ -38,10 +38,13 @@ int64_t thread_cpu_wait_ns() {
 
 ThreadUseMeter::ThreadUseMeter() : cpu_ns_(thread_cpu_ns()), wait_ns_(thread_cpu_wait_ns()) {}
 
+int64_t ThreadUseMeter::cpu_ns() const { return thread_cpu_ns() - cpu_ns_; }
+int64_t ThreadUseMeter::wait_ns() const { return thread_cpu_wait_ns() - wait_ns_; }
+
 ThreadUse ThreadUseMeter::use(int64_t wall_ns) const {
   if (wall_ns <= 0) return {};
   const auto share = [&](int64_t ns) { return static_cast<double>(ns) / static_cast<double>(wall_ns); };
-  return {.busy = share(thread_cpu_ns() - cpu_ns_), .waiting = share(thread_cpu_wait_ns() - wait_ns_)};
+  return {.busy = share(cpu_ns()), .waiting = share(wait_ns())};
 }
 
 bool closed_loop_host_limited(const ThreadUse& thread) { return thread.busy + thread.waiting >= kSaturated; }

@@ -38,6 +38,8 @@ struct ThreadUse {
 class ThreadUseMeter {
  public:
   ThreadUseMeter();
+  int64_t cpu_ns() const;   // its CPU time since construction
+  int64_t wait_ns() const;  // its wait for a CPU since construction
   // Both as shares of `wall_ns`, the time measured.
   ThreadUse use(int64_t wall_ns) const;
 
