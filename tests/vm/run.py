@@ -19,6 +19,7 @@ Everything it fetches or makes is kept under BUILD/vm-cache.
                   [--flavour amd64] [--drives nvme,sata] [--backends ebpf,blktrace,auto]
 """
 import argparse
+import bisect
 import functools
 import gzip
 import json
@@ -355,23 +356,27 @@ def qemu_drives(drives, work):
     return args
 
 
-def symbol_of(address, symbols):
-    """The function holding a kernel address, as func+0xoff, from the text
-    symbols a guest wrote (/proc/kallsyms)."""
-    best = None
-    with open(symbols) as f:
+def text_symbols(path):
+    """(address, name) of every text symbol a guest wrote (/proc/kallsyms), by address."""
+    out = []
+    with open(path) as f:
         for line in f:
             parts = line.split()
             if len(parts) == 3 and parts[1] in "tTwW":
-                at = int(parts[0], 16)
-                if at <= address and (best is None or at > best[0]):
-                    best = (at, parts[2])
-    return f"{best[1]}+{address - best[0]:#x}" if best else f"{address:#x}"
+                out.append((int(parts[0], 16), parts[2]))
+    return sorted(out)
+
+
+def symbol_of(address, table):
+    """The function of `table` (text_symbols) holding a kernel address, as func+0xoff."""
+    i = bisect.bisect_right(table, (address, "\uffff")) - 1
+    return f"{table[i][1]}+{address - table[i][0]:#x}" if i >= 0 else f"{address:#x}"
 
 
 def stuck_at(monitor, symbols):
     """Where a hung guest's CPUs are: each one's instruction pointer, sampled
     five times through the QEMU monitor, as kernel functions."""
+    table = text_symbols(symbols) if os.path.exists(symbols) else []
     samples = []
     try:
         for _ in range(5):
@@ -386,7 +391,7 @@ def stuck_at(monitor, symbols):
                     except socket.timeout:
                         break
             rips = [int(r, 16) for r in re.findall(rb"RIP=([0-9a-f]{16})", text)]
-            samples.append(" ".join(symbol_of(r, symbols) if os.path.exists(symbols) else f"{r:#x}" for r in rips))
+            samples.append(" ".join(symbol_of(r, table) for r in rips))
             time.sleep(0.2)
     except OSError as e:
         samples.append(f"(monitor: {e})")
