@@ -17,7 +17,7 @@ void OffsetMap::coarsen_time() {
     d.counts = std::move(merged);
   }
   column_ns_ *= 2;
-  last_to_ = -1;
+  last_.forget();
 }
 
 void OffsetMap::widen(Device& d, uint64_t offset) {
@@ -41,13 +41,9 @@ void OffsetMap::add(const format::Io& io, const v1::TraceHeader& header) {
   }
   widen(d, io.offset);  // an IO past a size the header gave widens too
   const int64_t rel = std::max<int64_t>(0, io.issue_ns - origin_ns_);
-  if (rel < last_from_ || rel >= last_to_) {  // IOs come in issue order: mostly no division
+  if (!last_.holds(rel))
     while (static_cast<uint64_t>(rel / column_ns_) >= columns_) coarsen_time();
-    last_ = static_cast<size_t>(rel / column_ns_);
-    last_from_ = static_cast<int64_t>(last_) * column_ns_;
-    last_to_ = last_from_ + column_ns_;
-  }
-  const size_t column = last_;
+  const size_t column = last_.find(rel, column_ns_);
   const auto row = static_cast<size_t>(static_cast<double>(io.offset) / static_cast<double>(d.span_bytes) *
                                        static_cast<double>(rows_));
   ++d.counts[column * rows_ + std::min(row, rows_ - 1)];

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/last_bin.h"
 #include "format/io.h"
 #include "iotape/v1/trace.pb.h"
 
@@ -24,7 +25,7 @@ class OffsetMap {
   OffsetMap(size_t columns = 240, size_t rows = 64) : columns_(columns), rows_(rows) {}
   void set_origin(int64_t origin_ns) {
     origin_ns_ = origin_ns;
-    last_to_ = -1;
+    last_.forget();
   }
   void add(const format::Io& io, const v1::TraceHeader& header);
 
@@ -41,11 +42,7 @@ class OffsetMap {
   size_t columns_, rows_;
   int64_t origin_ns_ = 0;
   int64_t column_ns_ = 1'000'000'000;
-  // The column the last IO went to covers [last_from_, last_to_) from the
-  // origin; none when last_to_ is -1.
-  size_t last_ = 0;
-  int64_t last_from_ = 0;
-  int64_t last_to_ = -1;
+  LastBin last_;  // the column the last IO went to
   std::vector<Device> devices_;
 };
 

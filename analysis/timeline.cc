@@ -86,7 +86,7 @@ Timeline::Timeline(const v1::TraceHeader& header, size_t max_bins) : max_bins_(s
 void Timeline::set_origin(int64_t origin_ns) {
   origin_known_ = true;
   origin_ns_ = origin_ns;
-  last_to_ = -1;
+  last_.forget();
   last_hour_to_ = last_hour_from_;
   // Rows start at midnight (UTC) before the origin with a wall clock, at the
   // origin without.
@@ -102,16 +102,9 @@ size_t Timeline::index_of(int64_t t) {
   const int64_t rel = std::max<int64_t>(0, t - origin_ns_);  // late IOs, issued before the first, count in bin 0
   // IOs come in issue order: most times fall in the bin of the one before,
   // found without a division.
-  if (rel >= last_from_ && rel < last_to_) return last_;
+  if (last_.holds(rel)) return last_.index;
   while (static_cast<uint64_t>(rel / bin_ns_) >= max_bins_) coarsen();
-  last_ = static_cast<size_t>(rel / bin_ns_);
-  last_from_ = static_cast<int64_t>(last_) * bin_ns_;
-  last_to_ = last_from_ + bin_ns_;
-  return last_;
-}
-
-bool Timeline::in_last_bin(int64_t start, int64_t end) const {
-  return start < end && start - origin_ns_ >= last_from_ && end - origin_ns_ <= last_to_;
+  return last_.find(rel, bin_ns_);
 }
 
 void Timeline::coarsen() {
@@ -127,12 +120,13 @@ void Timeline::coarsen() {
   }
   bins_ = std::move(merged);
   bin_ns_ *= 2;
-  last_to_ = -1;  // the bin found last moved
+  last_.forget();  // the bin found last moved
 }
 
 template <typename Add>
 void Timeline::spread(int64_t start, int64_t end, Add add) {
-  if (in_last_bin(start, end)) return add(last_, end - start);  // most IOs and busy periods are shorter than a bin
+  if (last_.holds(start - origin_ns_, end - origin_ns_))
+    return add(last_.index, end - start);   // most IOs and busy periods are shorter than a bin
   index_of(end > start ? end - 1 : start);  // coarsen before spreading: the bins must not move under the loop
   for (size_t i = index_of(start); origin_ns_ + static_cast<int64_t>(i) * bin_ns_ < end; ++i) {
     const int64_t lo = std::max(start, origin_ns_ + static_cast<int64_t>(i) * bin_ns_);

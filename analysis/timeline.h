@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/last_bin.h"
 #include "format/io.h"
 #include "iotape/v1/trace.pb.h"
 
@@ -88,7 +89,6 @@ class Timeline {
  private:
   Bin& bin(size_t i);
   size_t index_of(int64_t t);  // coarsens first when t lies beyond max_bins
-  bool in_last_bin(int64_t start, int64_t end) const;  // [start, end) is not empty and within the bin found last
   // Calls add(bin index, ns) for each bin [start, end) overlaps, with the time it holds of it.
   template <typename Add>
   void spread(int64_t start, int64_t end, Add add);
@@ -105,11 +105,7 @@ class Timeline {
   int64_t day_zero_ns_ = 0;  // trace time of midnight of row 0's day
   int64_t bin_ns_ = 1'000'000'000;
   std::vector<Bin> bins_;
-  // The bin index_of found last covers [last_from_, last_to_) from the origin;
-  // empty when last_to_ is -1.
-  size_t last_ = 0;
-  int64_t last_from_ = 0;
-  int64_t last_to_ = -1;
+  LastBin last_;  // the bin index_of found last
   std::vector<std::array<int64_t, 24>> hours_;
   // The hour cell spread_hours met last: hour last_hour_ from row 0's midnight,
   // [from, to); none at first.
