@@ -13,6 +13,8 @@
 // The records name the thread, not the process, and carry no process name:
 // both are looked up in /proc while the thread lives, in the tracer's saved
 // command lines and thread-to-process table after.
+#include "capture/blktrace_backend.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mount.h>
@@ -22,19 +24,20 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "blockevents/block_io_assembler.h"
 #include "blockevents/record_decoder.h"
-#include "capture/blktrace_backend.h"
 #include "format/blktrace_layout.h"
 #include "format/error.h"
 #include "host/clocks.h"
@@ -52,6 +55,7 @@ constexpr int64_t kOutstandingLimitNs = 600'000'000'000;
 constexpr uint32_t kNoDevice = UINT32_MAX;
 constexpr int64_t kReadIntervalNs = 2'000'000;  // at most one read of the buffers this often
 constexpr int64_t kMaxSlackNs = 50'000'000;     // the longest wait for an event stamped before it is written
+constexpr int kDrainRounds = 100;               // reads of the buffers at the stop, a millisecond apart
 
 // The ring buffer's page (events/header_page) and event header (events/header_event).
 constexpr size_t kPageHeader = 16;          // u64 time stamp, u64 commit
@@ -283,10 +287,20 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     return std::max(held == format::kNoTime ? merged : std::min(held, merged), floor_ns);
   }
 
-  uint64_t dropped() override { return overruns() - overrun_base_; }
+  uint64_t dropped() override { return overruns() - overrun_base_ + left_unread_; }
 
   void finish(const observer::IoSink& sink) override {
+    // The buffers stop taking events, then are read to their end: a read
+    // may come back empty while a CPU's buffer still holds events (its
+    // writer was moving to a new page), so each is read until the kernel
+    // says it is empty, and what a CPU still holds then is counted lost.
+    change(kTracefs + "/tracing_on", "0");
     sink_ = &sink;
+    for (int round = 0; round < kDrainRounds && !drained(); ++round) {
+      if (round) ::usleep(1000);
+      for (auto& c : cpus_) read_pages(*c);
+    }
+    left_unread_ = unread_entries();
     read_and_merge(true);
     uncompleted_ += assembler_.write_outstanding(INT64_MAX);
     sink_ = nullptr;
@@ -306,6 +320,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     std::vector<std::pair<blockevents::TraceEvent, uint64_t>> events;  // and each one's byte in the pipe
     size_t merged = 0;  // events[0, merged) are passed on: removed after each merge
     uint64_t offset = 0;  // bytes read from the pipe so far
+    bool empty = false;   // the last read found the buffer empty
   };
 
   // Reads every CPU's pages, then passes the assembler, in time order, the
@@ -335,14 +350,22 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     return static_cast<int64_t>(std::min<uint64_t>(until, INT64_MAX));
   }
 
+  // Reads a CPU's pages until the kernel has none to give: EAGAIN (its
+  // buffer is empty, c.empty) or an empty read (events are there, but not
+  // readable yet: a writer is between pages; the next call reads them).
   void read_pages(CpuStream& c) {
     for (;;) {
       const ssize_t n = ::read(c.fd, page_.data(), page_.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // EAGAIN: read to its end
+      c.empty = n < 0 && errno == EAGAIN;
+      if (n <= 0) return;
       parse_page(c, static_cast<size_t>(n));
       c.offset += static_cast<uint64_t>(n);
     }
+  }
+
+  bool drained() const {
+    return std::all_of(cpus_.begin(), cpus_.end(), [](const auto& c) { return c->empty; });
   }
 
   // The events of one page (kernel/trace/ring_buffer.c): a time stamp, the
@@ -500,17 +523,21 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   }
 
   // Events the ftrace ring buffer overwrote or could not store.
-  uint64_t overruns() const {
+  uint64_t overruns() const { return sum_of_stats({"overrun", "commit overrun", "dropped events"}); }
+
+  // Events the CPUs' buffers hold and no read has taken.
+  uint64_t unread_entries() const { return sum_of_stats({"entries"}); }
+
+  // The sum over the CPUs of counters in their per_cpu/cpuN/stats ("KEY: N" lines).
+  static uint64_t sum_of_stats(std::initializer_list<std::string_view> keys) {
     uint64_t total = 0;
     for (long cpu = 0;; ++cpu) {
       std::ifstream in(kTracefs + "/per_cpu/cpu" + std::to_string(cpu) + "/stats");
       if (!in) break;
-      std::string line;
-      while (std::getline(in, line)) {
+      for (std::string line; std::getline(in, line);) {
         const auto colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        const std::string key = line.substr(0, colon);
-        if (key == "overrun" || key == "dropped events") total += std::stoull(line.substr(colon + 1));
+        if (colon != std::string::npos && std::find(keys.begin(), keys.end(), line.substr(0, colon)) != keys.end())
+          total += std::stoull(line.substr(colon + 1));
       }
     }
     return total;
@@ -542,6 +569,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
   uint64_t merged_until_ = 0;                       // every event stamped before it was passed on
   int64_t slack_ns_ = observer::kStampSlackNs;     // how long before a read its CPUs' events may still come
   uint64_t uncompleted_ = 0;
+  uint64_t left_unread_ = 0;  // events the buffers still held when the capture stopped
 };
 
 }  // namespace
