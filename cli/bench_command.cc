@@ -42,6 +42,10 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();
   sub->add_option("--qd", a->o.qd, "Queue depth of the synthetic phases")->check(CLI::Range(1, 1024))->capture_default_str();
+  sub->add_option("--threads", a->o.threads,
+                  "Issue threads, each with a ring of its own and a share of --qd (default: one per 8 IOs in "
+                  "flight, up to the CPUs iotape may use)")
+      ->check(CLI::Range(1, 1024));
   sub->add_option("--seed", a->o.seed, "Seed of the random offsets and of a synthesized workload")->capture_default_str();
   sub->add_option("--workload", a->o.workload, "fresh-vs-used: a profile or a trace")->capture_default_str();
   sub->add_option("--workload-ios", a->o.workload_ios, "fresh-vs-used: IOs of a profile's trace")->capture_default_str();

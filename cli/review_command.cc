@@ -115,6 +115,10 @@ void add_review_command(CLI::App& app) {
   sub->add_option("--tests", o->tests, "Only these tests, comma-separated (default: all; see below)")->delimiter(',');
   sub->add_option("--label", o->label, "The drive's name on the page (default: the device name)");
   sub->add_option("--seed", o->seed, "Seed of the random offsets and synthesized workloads")->capture_default_str();
+  sub->add_option("--threads", o->threads,
+                  "Issue threads of the closed-loop tests, each with a ring of its own and a share of the queue "
+                  "depth (default: one per 8 IOs in flight, up to the CPUs iotape may use)")
+      ->check(CLI::Range(1, 1024));
   sub->add_flag("--dry-run", *dry_run, "Print the plan with each test's estimated duration and the total; touch nothing");
   std::string names;
   for (const auto& n : workloads::review_test_names()) names += (names.empty() ? "" : ", ") + n;

@@ -1,16 +1,16 @@
 // Tests of the workloads module: synthesized traces against the published
 // statistics they reproduce, cuts against an independent in-memory
 // computation, drive-state tests end to end on loop devices.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "analysis/report.h"
@@ -701,4 +701,58 @@ TEST_CASE("bench: SNIA PTS steady-state rule", "[bench]") {
   const auto r = workloads::steady_state(rising);
   CHECK_FALSE(r.reached);
   CHECK(r.excursion == Approx(16));
+}
+
+TEST_CASE("closed loops on two threads keep the queue depth in total and issue every IO once", "[bench]") {
+  if (!iotape::test::require_root("loop devices")) return;
+  constexpr uint64_t kSize = 256 << 20;
+  constexpr uint32_t kIos = 20000, kQd = 8;
+  iotape::test::LoopDevice loop(kSize);
+  TempDir dir;
+  std::vector<replay::Target> targets;
+  targets.push_back(replay::open_target(loop.path(), false, false));
+  // Reads 8 KiB apart: no two are adjacent, so the block layer merges none
+  // and the device's own count is one request per IO.
+  uint32_t next = 0;
+  const workloads::NextIo reads = [&](replay::ReplayIo& io) {
+    if (next == kIos) return false;
+    io = {};
+    io.op = format::Op::kRead;
+    io.offset = uint64_t{next++} * 8192 % kSize;
+    io.length = 4096;
+    return true;
+  };
+  const auto before = iotape::test::block_stat(loop.name());
+  workloads::PhaseTrace trace(dir.file("two.iot"), targets[0], "test", "reads", "loop");
+  const workloads::PhaseStats s =
+      workloads::run_closed_loop(targets, kQd, 4096, reads, INT64_MAX / 2, &trace, {}, nullptr, 2);
+  trace.close();
+  const auto after = iotape::test::block_stat(loop.name());
+  CHECK(s.issue_threads == 2);
+  CHECK(s.ios == kIos);
+  CHECK(after.read_ios - before.read_ios == kIos);
+
+  // Every offset once; at no time more than kQd IOs between issue and completion.
+  std::vector<uint64_t> offsets;
+  std::vector<std::pair<int64_t, int>> edges;
+  format::TraceReader reader(dir.file("two.iot"));
+  for (format::Io io; reader.next(io);) {
+    offsets.push_back(io.offset);
+    edges.emplace_back(io.issue_ns, 1);
+    edges.emplace_back(io.complete_ns, -1);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  CHECK(offsets.size() == kIos);
+  CHECK(std::adjacent_find(offsets.begin(), offsets.end()) == offsets.end());
+  std::sort(edges.begin(), edges.end());  // a completion before an issue at the same time
+  int depth = 0, deepest = 0;
+  for (const auto& [t, d] : edges) deepest = std::max(deepest, depth += d);
+  CHECK(deepest <= static_cast<int>(kQd));
+  CHECK(deepest > 1);
+
+  // The default: one thread per 8 IOs in flight, up to the CPUs; a request, up to the depth.
+  CHECK(workloads::closed_loop_threads(0, 1) == 1);
+  CHECK(workloads::closed_loop_threads(0, 8) == 1);
+  CHECK(workloads::closed_loop_threads(0, 16) == std::min(2u, std::thread::hardware_concurrency()));
+  CHECK(workloads::closed_loop_threads(4, 2) == 2);
 }

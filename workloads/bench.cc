@@ -65,8 +65,8 @@ class Bench {
     ordered_json s = start("precondition");
     s["fill"] = fill();
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random", label("random"));
-    const auto [rounds, steady] =
-        random_writes_to_steady_state(targets_, span_, o_.qd, o_.round_ns, o_.duration_ns, o_.seed, &trace, o_.stop);
+    const auto [rounds, steady] = random_writes_to_steady_state(targets_, span_, o_.qd, o_.round_ns, o_.duration_ns,
+                                                                o_.seed, &trace, o_.stop, threads());
     trace.close();
     s["random"] = {{"trace", trace.path()}, {"round_s", o_.round_ns / 1e9}, {"iops_per_round", rounds}};
     s["steady_state"] = {{"reached", steady.reached},
@@ -82,7 +82,8 @@ class Bench {
     s["fill"] = fill();
     const uint64_t span = static_cast<uint64_t>(span_ * o_.span_pct / 100) / kRandomBlock * kRandomBlock;
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random", label("random"));
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace,
+                                   {}, o_.stop, threads());
     trace.close();
     const auto& iops = r.ios_per_second;
     const int64_t window = o_.window_ns ? o_.window_ns : std::max<int64_t>(kSecond, o_.duration_ns / 5);
@@ -107,7 +108,8 @@ class Bench {
     discard_all();
     phases.push_back(sequential_phase("clean"));
     PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying", label("dirtying"));
-    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace, {}, o_.stop);
+    const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace,
+                                   {}, o_.stop, threads());
     trace.close();
     s["dirtying"] = {{"trace", trace.path()}, {"duration_s", r.duration_ns / 1e9}, {"iops", r.iops()}};
     phases.push_back(sequential_phase("dirty"));
@@ -154,6 +156,7 @@ class Bench {
     if (span_ == 0) throw format::UsageError(o_.target + ": smaller than one 128 KiB block");
   }
   const replay::Target& target() const { return targets_.at(0); }
+  uint32_t threads() const { return closed_loop_threads(o_.threads, o_.qd); }
   // The "target" metadata of a phase's trace: the random-write phase is the
   // test itself, so its bars carry the drive's name only.
   std::string label(const std::string& phase) const {
@@ -164,7 +167,7 @@ class Bench {
   ordered_json fill() {
     PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill", label("fill"));
     const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, o_.fill_passes),
-                                   INT64_MAX / 2, &trace, {}, o_.stop);
+                                   INT64_MAX / 2, &trace, {}, o_.stop, threads());
     trace.close();
     return {{"trace", trace.path()},     {"passes", o_.fill_passes}, {"bytes_written", r.bytes},
             {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
@@ -172,8 +175,8 @@ class Bench {
 
   ordered_json sequential_phase(const std::string& name) {
     PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name, label(name));
-    const auto r =
-        run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2, &trace, {}, o_.stop);
+    const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2,
+                                   &trace, {}, o_.stop, threads());
     trace.close();
     return {{"name", name}, {"trace", trace.path()}, {"bytes_written", r.bytes}, {"duration_s", r.duration_ns / 1e9},
             {"MBps", r.MBps()}};
@@ -251,12 +254,13 @@ SteadyState steady_state(std::span<const double> w) {
 
 SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& targets, uint64_t span, uint32_t qd,
                                              int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
-                                             const std::atomic<bool>* stop) {
+                                             const std::atomic<bool>* stop, uint32_t threads) {
   SteadyStateRun r;
   const int64_t begin = host::monotonic_ns();
   auto writes = random_writes(span, seed);
   while (!r.steady.reached && host::monotonic_ns() - begin < max_ns && !(stop && *stop)) {
-    r.iops_per_round.push_back(run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop).iops());
+    r.iops_per_round.push_back(
+        run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop, threads).iops());
     if (r.iops_per_round.size() >= kSteadyRounds)
       r.steady = steady_state(std::span<const double>(r.iops_per_round).last(kSteadyRounds));
   }

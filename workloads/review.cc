@@ -272,6 +272,7 @@ class Review {
     if (span_ == 0) throw format::UsageError(o_.target + ": smaller than 1 MiB");
   }
   const replay::Target& target() const { return targets_.at(0); }
+  uint32_t threads(uint32_t qd) const { return closed_loop_threads(o_.threads, qd); }
   std::string label() const { return o_.label.empty() ? target().name : o_.label; }
 
   // Runs one test into `dir`; its figures (result.json without the parts
@@ -354,8 +355,9 @@ class Review {
       const Spec& s = specs[i];
       parts.push_back(fmt::format("{}/phase{}.iot", dir_, i));
       PhaseTrace trace(parts.back(), target(), test_, s.name, label());
-      const PhaseStats r = run_closed_loop(targets_, s.qd, max_size(s), spec_ios(s, span_, o_.seed + i),
-                                           static_cast<int64_t>(s.seconds * kSecond), &trace, s.data, &stop_);
+      const PhaseStats r =
+          run_closed_loop(targets_, s.qd, max_size(s), spec_ios(s, span_, o_.seed + i),
+                          static_cast<int64_t>(s.seconds * kSecond), &trace, s.data, &stop_, threads(s.qd));
       trace.close();
       if (stop_) throw Interrupted{};
       v1::Phase rec;
@@ -390,6 +392,7 @@ class Review {
                         {"MBps", r.MBps()},
                         {"mean_latency_us", r.latency.mean() / 1e3},
                         {"p99_latency_us", r.latency.percentile(99) / 1e3},
+                        {"issue_threads", r.issue_threads},
                         {"issue_thread_busy_pct", 100 * r.issue_thread.busy},
                         {"issue_thread_host_wait_pct", 100 * r.issue_thread.waiting},
                         {"host_limited", r.host_limited()}});
@@ -520,7 +523,7 @@ class Review {
           at += io.length;
           return true;
         },
-        INT64_MAX / 2, &trace, {}, &stop_);
+        INT64_MAX / 2, &trace, {}, &stop_, threads(32));
     trace.close();
     if (stop_) throw Interrupted{};
     return {{"trace", trace_name}, {"bytes", r.bytes}, {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
@@ -591,9 +594,9 @@ class Review {
 
     PhaseTrace trace(dir_ + "/used-state.iot", target(), test_, "used state", label());
     const int64_t t0 = host::monotonic_ns();
-    const auto state = random_writes_to_steady_state(targets_, span_, 32, static_cast<int64_t>(scale_.used_round_s * kSecond),
-                                                     static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace,
-                                                     &stop_);
+    const auto state = random_writes_to_steady_state(
+        targets_, span_, 32, static_cast<int64_t>(scale_.used_round_s * kSecond),
+        static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace, &stop_, threads(32));
     trace.close();
     if (stop_) throw Interrupted{};
     out["used_state"] = {{"trace", "used-state.iot"},

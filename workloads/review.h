@@ -37,6 +37,7 @@ struct ReviewOptions {
   std::vector<std::string> tests;   // names to run, in suite order; empty = all
   std::string label;                // the drive's name on the page; empty = the device's name
   uint64_t seed = 1;
+  uint32_t threads = 0;  // issue threads of the closed loops; 0 = closed_loop_threads' choice
   // Records each file-level step's block IO (`iotape record`); unset: the
   // steps are measured without traces.
   StartRecording record;
