@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace iotape::replay {
@@ -24,10 +25,12 @@ void Fidelity::add(const ReplayIo& io, const format::Io& replayed, int64_t issue
   // The recording's figures as `report` computes them (see Io::never_issued).
   if (!io.rec_never_issued) recorded_busy_.add(io.rec_time_ns, io.rec_complete_ns);
   if (replayed.has_complete() && !replayed.never_issued()) {
-    replayed_intervals_.emplace(replayed.issue_ns, replayed.complete_ns);
-    if (replayed_intervals_.size() > kBusyWindow) {
-      replayed_busy_.add(replayed_intervals_.top().first, replayed_intervals_.top().second);
-      replayed_intervals_.pop();
+    replayed_intervals_.emplace_back(replayed.issue_ns, replayed.complete_ns);
+    if (replayed_intervals_.size() == 2 * kBusyWindow) {
+      std::sort(replayed_intervals_.begin(), replayed_intervals_.end());
+      const auto half = replayed_intervals_.begin() + kBusyWindow;
+      for (auto it = replayed_intervals_.begin(); it != half; ++it) replayed_busy_.add(it->first, it->second);
+      replayed_intervals_.erase(replayed_intervals_.begin(), half);
     }
   }
   if (timed_) {
@@ -79,8 +82,9 @@ FidelitySummary Fidelity::summary() const {
   s.late_max_ns = late_.max();
   s.recorded_busy_ns = recorded_busy_.total_ns();
   stats::BusyTime replayed_busy = replayed_busy_;
-  for (auto waiting = replayed_intervals_; !waiting.empty(); waiting.pop())
-    replayed_busy.add(waiting.top().first, waiting.top().second);
+  auto waiting = replayed_intervals_;
+  std::sort(waiting.begin(), waiting.end());
+  for (const auto& [start, end] : waiting) replayed_busy.add(start, end);
   s.replayed_busy_ns = replayed_busy.total_ns();
   s.interarrival_error_p50_ns = interarrival_error_.percentile(50);
   s.interarrival_error_p99_ns = interarrival_error_.percentile(99);
