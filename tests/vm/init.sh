@@ -2,7 +2,9 @@
 # /init of the VM harness's initramfs (tests/vm/run.py): mounts the kernel's
 # file systems, loads the drivers listed in /modules.order, runs
 # /guest-check.sh and powers off. Its settings come from the kernel command
-# line: iotape.drives=, iotape.backends=, iotape.runtime=, iotape.kallsyms=.
+# line: iotape.drives=, iotape.backends=, iotape.runtime=, iotape.kallsyms=;
+# iotape.mode=scaling runs /guest-scaling.sh (bench/vm_scaling.py) instead,
+# with iotape.rounds= and iotape.ios=.
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mkdir -p /proc /sys /dev /tmp /run
@@ -33,7 +35,11 @@ while read -r mod params; do
 	fi
 done </modules.order
 
-/bin/sh /guest-check.sh $RESULTS "$(arg drives)" "$(arg backends)" "$(arg runtime)"
+if [ "$(arg mode)" = scaling ]; then
+	/bin/sh /guest-scaling.sh $RESULTS "$(arg rounds)" "$(arg ios)"
+else
+	/bin/sh /guest-check.sh $RESULTS "$(arg drives)" "$(arg backends)" "$(arg runtime)"
+fi
 echo "IOTAPE-VM - - uptime $(cut -d' ' -f1 /proc/uptime)" >>$RESULTS
 sync
 poweroff -f

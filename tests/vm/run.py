@@ -302,8 +302,10 @@ def modinfo(elf):
     return {}
 
 
-def build_initramfs(kernel, drives, busybox, iotape, work):
-    """The initramfs for `kernel` and `drives`; returns its path."""
+def build_initramfs(kernel, drives, busybox, iotape, work, files=None, params=None):
+    """The initramfs for `kernel` and `drives`, with `files` ({path in the
+    guest: file here}) and module parameters `params` ({module: "k=v ..."});
+    returns its path."""
     root = os.path.join(work, "root")
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(os.path.join(root, "bin"))
@@ -320,9 +322,13 @@ def build_initramfs(kernel, drives, busybox, iotape, work):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "wb") as f:
                 f.write(decompressed(os.path.join(kernel.modules, rel)))
-            order.write(plain + "\n")
+            name = Kernel.name_of(plain)
+            order.write(plain + (f" {params[name]}" if params and name in params else "") + "\n")
     shutil.copy2(os.path.join(HERE, "init.sh"), os.path.join(root, "init"))
-    shutil.copy2(os.path.join(HERE, "guest-check.sh"), os.path.join(root, "guest-check.sh"))
+    for script in ("guest-check.sh", "guest-scaling.sh"):
+        shutil.copy2(os.path.join(HERE, script), os.path.join(root, script))
+    for dest, src in (files or {}).items():
+        shutil.copy2(src, os.path.join(root, dest.lstrip("/")))
     os.chmod(os.path.join(root, "init"), 0o755)
     for d in ("dev", "proc", "sys", "tmp"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
@@ -398,8 +404,10 @@ def stuck_at(monitor, symbols):
     return " | ".join(samples)
 
 
-def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
-    """Boots the guest; returns (its result lines, error or None, seconds)."""
+def boot(kernel, initramfs, drives, backends, runtime, work, timeout, threads="single", extra=""):
+    """Boots the guest (its vCPUs on one host thread, or with threads="multi"
+    one each; `extra` appended to the kernel command line); returns (its
+    result lines, error or None, seconds)."""
     console = os.path.join(work, "console.log")
     results = os.path.join(work, "results.log")
     for p in (console, results):
@@ -412,15 +420,17 @@ def boot(kernel, initramfs, drives, backends, runtime, work, timeout):
     symbols = os.path.join(os.path.dirname(kernel.image), "kallsyms")
     want_symbols = not os.path.exists(symbols)
     append = (f"console=ttyS0 panic=-1 loglevel=4 nokaslr iotape.drives={','.join(drives)} "
-              f"iotape.backends={','.join(backends)} iotape.runtime={runtime} iotape.kallsyms={int(want_symbols)}")
+              f"iotape.backends={','.join(backends)} iotape.runtime={runtime} iotape.kallsyms={int(want_symbols)} {extra}")
     # One host thread runs both vCPUs (thread=single). With a thread per vCPU,
     # code one vCPU patches (enabling or disabling a tracepoint writes a
     # breakpoint, then the new bytes) could still run stale on the other: 6.12
     # crashed on such a breakpoint ("Oops: int3") in about one boot of ten,
     # and a 6.1 guest hung whole (no CPU ran its shell) at a tracer's stop in
     # two of about twenty. The matrix takes as long either way: its cells are
-    # timed fio runs, and it leaves the host a core.
-    cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=single", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
+    # timed fio runs, and it leaves the host a core. A measurement of how
+    # work scales over the two vCPUs needs a host thread for each (it patches
+    # no code: no tracing).
+    cmd = ["qemu-system-x86_64", "-accel", f"tcg,thread={threads}", "-cpu", "max", "-m", "1G", "-smp", "2", "-nographic",
            "-monitor", f"unix:{monitor},server,nowait", "-no-reboot", "-nic", "none", "-kernel", kernel.image,
            "-initrd", initramfs, "-append", append, "-serial", "stdio", "-serial", f"file:{results}",
            "-serial", f"file:{symbols}.part" if want_symbols else "null", *qemu_drives(drives, work)]
