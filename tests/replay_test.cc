@@ -1094,7 +1094,10 @@ TEST_CASE(
   // Each IO's times are those of the tracer's request of its op and range,
   // not those of the other op's request at that offset. The blk tracer's
   // probe runs before the observer's on the same tracepoints, so the two
-  // clocks are read microseconds apart (more when an interrupt falls between).
+  // clocks are read microseconds apart, more when an interrupt or the
+  // hypervisor falls between (59 us once, on this VM): an IO's times are its
+  // own request's when they are nearer to it than to the other's, and well
+  // within the 2 ms between the pairs.
   std::map<std::pair<char, uint64_t>, std::vector<BlkTrace::Request>> at;
   for (const auto& q : requests) at[{q.op, q.offset}].push_back(q);
   const auto distance = [&](char op, const format::Io& io) {
@@ -1111,7 +1114,7 @@ TEST_CASE(
     REQUIRE(io.has_complete());
     const bool read = io.op == format::Op::kRead;
     const int64_t own = distance(read ? 'R' : 'D', io), other = distance(read ? 'D' : 'R', io);
-    if (own > 50'000 || other + 1'000 < own) {  // the tracer prints microseconds
+    if (own > 500'000 || other + 1'000 < own) {  // the tracer prints microseconds
       ++wrong;
       bad += fmt::format("{} at {}: {} ns from its own request, {} ns from the other\n", read ? "read" : "discard",
                          io.offset, own, other);
