@@ -62,8 +62,7 @@ namespace {
 // What one issue thread of a closed loop counted, merged into the phase's
 // figures when the phase ends.
 struct LoopShare {
-  PhaseStats stats;
-  std::vector<uint64_t> per_second;
+  PhaseStats stats;  // its ios_per_second: completions in each second from the phase start
   uint64_t failed = 0;
   int32_t first_error = 0;
 };
@@ -126,8 +125,8 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
       s.bytes += f.io.length;
       s.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, c.complete_ns - f.issue_ns)));
       const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
-      if (share.per_second.size() <= second) share.per_second.resize(second + 1, 0);
-      ++share.per_second[second];
+      if (s.ios_per_second.size() <= second) s.ios_per_second.resize(second + 1, 0);
+      ++s.ios_per_second[second];
     });
     if (threads == 1) {
       begin();
@@ -197,8 +196,9 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
     // The phase is as limited by the host as its busiest thread.
     const replay::ThreadUse& u = share.stats.issue_thread;
     if (u.busy + u.waiting > s.issue_thread.busy + s.issue_thread.waiting) s.issue_thread = u;
-    if (per_second.size() < share.per_second.size()) per_second.resize(share.per_second.size(), 0);
-    for (size_t i = 0; i < share.per_second.size(); ++i) per_second[i] += share.per_second[i];
+    const auto& seconds = share.stats.ios_per_second;
+    if (per_second.size() < seconds.size()) per_second.resize(seconds.size(), 0);
+    for (size_t i = 0; i < seconds.size(); ++i) per_second[i] += seconds[i];
     if (share.failed && !failed) first_error = share.first_error;
     failed += share.failed;
   }
