@@ -47,7 +47,13 @@ ThreadUse ThreadUseMeter::use(int64_t wall_ns) const {
   return {.busy = share(cpu_ns()), .waiting = share(wait_ns())};
 }
 
-bool closed_loop_host_limited(const ThreadUse& thread) { return thread.busy + thread.waiting >= kSaturated; }
+double closed_loop_host_share(const ThreadUse& thread, double device_busy) {
+  return std::max(thread.busy + thread.waiting, 1 - device_busy);
+}
+
+bool closed_loop_host_limited(const ThreadUse& thread, double device_busy) {
+  return closed_loop_host_share(thread, device_busy) >= kSaturated;
+}
 
 DeviceBusy::DeviceBusy(const std::vector<Target>& targets) {
   for (const Target& t : targets) {
@@ -69,6 +75,12 @@ std::vector<DeviceBusy::Share> DeviceBusy::shares(int64_t wall_ns) const {
         {d.name, std::min(1.0, static_cast<double>(ms - d.io_ticks_ms) * 1e6 / static_cast<double>(wall_ns))});
   }
   return out;
+}
+
+double busiest(const std::vector<DeviceBusy::Share>& shares) {
+  if (shares.empty()) return 1;
+  return std::max_element(shares.begin(), shares.end(), [](const auto& a, const auto& b) { return a.busy < b.busy; })
+      ->busy;
 }
 
 std::string describe(const std::vector<DeviceBusy::Share>& shares) {

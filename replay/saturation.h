@@ -47,13 +47,20 @@ class ThreadUseMeter {
   int64_t cpu_ns_, wait_ns_;
 };
 
-// Whether a closed loop (closed_loop.h: the next IO issued as one finishes,
-// the thread asleep in the kernel while every IO is at the device, never
-// polling) was limited by the host: its thread ran or waited for a CPU at
-// least kSaturated of the time, so finished IOs waited for iotape to issue
-// the next. The devices' busy time cannot tell here: a queue kept full keeps
-// a device busy all the time, whoever is the limit.
-bool closed_loop_host_limited(const ThreadUse& thread);
+// The share of a closed loop (closed_loop.h: the next IO issued as one
+// finishes, the thread asleep in the kernel while every IO is at the device,
+// never polling) that the host took: the busiest issue thread's time on a CPU
+// or waiting for one, or, when larger, the share the busiest device was idle
+// (`device_busy`: its io_ticks share; 1 where no device has statistics). A
+// loop that always has its next IO leaves the device idle only while iotape
+// does not issue it, whether its thread runs, waits for a CPU or sleeps on
+// the host (a page fault, memory reclaim). The devices' busy time alone
+// cannot tell the other way: a queue kept full keeps a device busy all the
+// time, whoever is the limit.
+double closed_loop_host_share(const ThreadUse& thread, double device_busy);
+// Limited by the host: finished IOs waited for iotape to issue the next at
+// least kSaturated of the time.
+bool closed_loop_host_limited(const ThreadUse& thread, double device_busy);
 
 // The busy time of the devices under the targets (a block target's own, a
 // file's filesystem's), each once, from now on.
@@ -76,6 +83,10 @@ class DeviceBusy {
   };
   std::vector<Device> devices_;
 };
+
+// The busiest device's share; 1 where no device has statistics (nothing
+// says it was idle).
+double busiest(const std::vector<DeviceBusy::Share>& shares);
 
 // "loop3:0.412 sdb:0.950": the shares as the result records them.
 std::string describe(const std::vector<DeviceBusy::Share>& shares);

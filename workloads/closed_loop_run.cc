@@ -8,6 +8,7 @@
 #include <exception>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "format/error.h"
@@ -91,8 +92,10 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
   // The phase starts once every thread has its ring: setting one up is not
   // part of the measurement.
   int64_t start = 0, deadline = 0;
+  std::optional<replay::DeviceBusy> device_busy;
   std::latch ready(threads), go(1);
   auto begin = [&] {
+    device_busy.emplace(targets);
     start = host::monotonic_ns();
     deadline = start + max_ns;
   };
@@ -186,6 +189,7 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
 
   PhaseStats s;
   s.duration_ns = host::monotonic_ns() - start;
+  s.device_busy = replay::busiest(device_busy->shares(s.duration_ns));
   std::vector<uint64_t> per_second;
   uint64_t failed = 0;
   int32_t first_error = 0;

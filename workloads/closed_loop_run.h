@@ -44,7 +44,9 @@ struct PhaseStats {
   stats::LogLinearHistogram latency;     // submission to reap, ns
   uint32_t issue_threads = 1;            // threads the loop ran on, each with a ring of its own
   replay::ThreadUse issue_thread;        // the busiest of them over the phase
-  bool host_limited() const { return replay::closed_loop_host_limited(issue_thread); }
+  double device_busy = 1;                // the busiest target device's io_ticks share (1: no statistics)
+  double host_share() const { return replay::closed_loop_host_share(issue_thread, device_busy); }
+  bool host_limited() const { return replay::closed_loop_host_limited(issue_thread, device_busy); }
   double MBps() const { return duration_ns ? bytes * 1e3 / duration_ns : 0; }
   double iops() const { return duration_ns ? ios * 1e9 / duration_ns : 0; }
 };

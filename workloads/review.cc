@@ -395,6 +395,8 @@ class Review {
                         {"issue_threads", r.issue_threads},
                         {"issue_thread_busy_pct", 100 * r.issue_thread.busy},
                         {"issue_thread_host_wait_pct", 100 * r.issue_thread.waiting},
+                        {"device_busy_pct", 100 * r.device_busy},
+                        {"host_share_pct", 100 * r.host_share()},
                         {"host_limited", r.host_limited()}});
     }
     const std::string trace = join(parts, records, trace_name.empty() ? test_ : trace_name);
