@@ -1,5 +1,6 @@
 #include "replay/device_times.h"
 
+#include <fmt/format.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -7,14 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 
@@ -129,7 +129,10 @@ struct DeviceTimes::State {
   int64_t offset = 0;  // boottime - monotonic
   uint32_t pid = 0;
   // By device: ranged requests by start byte; requests without a range.
-  std::vector<std::multimap<uint64_t, Piece>> ranged;
+  // Each request is a node in and out within microseconds: a pool keeps
+  // them off the heap and near each other.
+  std::pmr::unsynchronized_pool_resource pool;
+  std::vector<std::pmr::multimap<uint64_t, Piece>> ranged;
   std::vector<uint64_t> longest;  // by device: the longest ranged request seen, bounds the search back
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
@@ -345,7 +348,7 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
   bo.pid = s.pid;
   bo.keep_anonymous = true;
   s.backend = observer::make_ebpf_backend(bo);
-  s.ranged.resize(s.devices.size());
+  for (size_t i = 0; i < s.devices.size(); ++i) s.ranged.emplace_back(&s.pool);
   s.rangeless.resize(s.devices.size());
   s.longest.resize(s.devices.size());
   s.offset = boot_minus_monotonic();
