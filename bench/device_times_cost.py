@@ -11,11 +11,13 @@ in the loop device's workers and in interrupts), and splits the samples into:
 - consumer: the observer's ring consumer in user space (libbpf, the back
   end's poll);
 - join: matching the observer's request times to the replay's IOs
-  (replay::DeviceTimes and its map of pieces);
+  (replay::DeviceTimes, its map of pieces and their pool: libstdc++'s
+  red-black tree and pool functions, which nothing else in a replay calls);
 - iotape other: the rest of iotape's own user-space code;
 - iotape kernel: the kernel on iotape's threads, less bpf (io_uring, the block
   layer, and the loop device's tmpfs copy where it runs inline);
-- elsewhere: other tasks' time (the loop device's workers, interrupts).
+- elsewhere: other tasks' time (the loop device's workers, interrupts);
+  idle CPUs (perf's "swapper") are left out.
 
 Each as CPU time per replayed IO (samples / perf's frequency / IOs), and the
 difference device - user. Needs root, perf, and the build's iotape and
@@ -38,13 +40,15 @@ CATEGORIES = ["bpf", "consumer", "join", "iotape other", "iotape kernel", "elsew
 
 
 def category(comm, dso, sym):
+    if comm == "swapper":
+        return None
     if BPF.match(sym) or dso.startswith("bpf_prog_"):
         return "bpf"
     if comm != "iotape":
         return "elsewhere"
     if "libbpf" in dso or CONSUMER.search(sym):
         return "consumer"
-    if JOIN.search(sym):
+    if JOIN.search(sym) or ("libstdc++" in dso and ("_Rb_tree" in sym or "pmr::" in sym)):
         return "join"
     return "iotape kernel" if dso.startswith("[kernel") else "iotape other"
 
@@ -63,7 +67,9 @@ def split(perf_data):
             continue
         samples, comm, dso, sym = int(fields[0]), fields[1].strip(), fields[2].strip(), fields[3].strip()
         sym = re.sub(r"^\[[.k]\]\s+", "", sym)
-        counts[category(comm, dso, sym)] += samples
+        part = category(comm, dso, sym)
+        if part:
+            counts[part] += samples
     return counts
 
 

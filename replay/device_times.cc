@@ -13,10 +13,10 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <map>
 #include <memory_resource>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "observer/backend.h"
 
@@ -102,12 +102,84 @@ void require_written(const Target& t, const std::vector<Extent>& extents) {
 
 // A request, or what is left of one after IOs claimed parts of it.
 struct Piece {
-  uint64_t end;  // bytes; the start is the map key
+  uint64_t start, end;      // bytes
   int64_t issue, complete;  // never issued: issue is its submission to the block layer
   bool remainder;  // part of a request that already served another IO
   bool empty_write = false;   // an fsync's empty pre-flush write, not a flush request
   bool never_issued = false;  // completed by the flush machinery without reaching the device
   format::Op op = format::Op::kFlush;  // of a ranged request
+};
+
+// One device's ranged pieces, found by the bytes they cover. A piece of at
+// most kSpan bytes is filed under its start's kSpan-sized slot, so the
+// pieces covering a byte are in its slot or the one before; longer ones
+// (large discards, merged sequential writes) are few and looked through
+// whole. Hashing the slots costs the same however many pieces wait, where
+// an ordered map's search grew with them (a join lags the IOs by
+// milliseconds: thousands of pieces at fast drives' rates).
+class PieceIndex {
+ public:
+  explicit PieceIndex(std::pmr::memory_resource* pool) : slots_(pool) {}
+  void add(const Piece& p) {
+    if (p.end - p.start <= kSpan)
+      slots_.emplace(p.start / kSpan, p);
+    else
+      long_.push_back(p);
+  }
+  // The piece covering `pos` that `accept`s and completed first, taken out;
+  // nullopt when none does.
+  template <class Accept>
+  std::optional<Piece> take(uint64_t pos, const Accept& accept) {
+    Slots::iterator best_slot = slots_.end();
+    size_t best_long = long_.size();
+    const Piece* best = nullptr;
+    auto consider = [&](const Piece& p) {
+      const bool better = p.start <= pos && p.end > pos && accept(p) && (!best || p.complete < best->complete);
+      if (better) best = &p;
+      return better;
+    };
+    for (uint64_t slot : {pos / kSpan, pos / kSpan - 1}) {
+      auto [it, end] = slots_.equal_range(slot);
+      for (; it != end; ++it)
+        if (consider(it->second)) best_slot = it, best_long = long_.size();
+      if (slot == 0) break;
+    }
+    for (size_t i = 0; i < long_.size(); ++i)
+      if (consider(long_[i])) best_slot = slots_.end(), best_long = i;
+    if (!best) return std::nullopt;
+    const Piece p = *best;
+    if (best_long < long_.size()) {
+      long_[best_long] = long_.back();
+      long_.pop_back();
+    } else {
+      slots_.erase(best_slot);
+    }
+    return p;
+  }
+  // Removes the pieces that completed before `before`; returns how many of
+  // them were whole requests.
+  uint64_t forget(int64_t before) {
+    uint64_t whole = 0;
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->second.complete < before) {
+        whole += !it->second.remainder;
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::erase_if(long_, [&](const Piece& p) {
+      whole += p.complete < before && !p.remainder;
+      return p.complete < before;
+    });
+    return whole;
+  }
+
+ private:
+  static constexpr uint64_t kSpan = 1 << 20;
+  using Slots = std::pmr::unordered_multimap<uint64_t, Piece>;
+  Slots slots_;
+  std::vector<Piece> long_;
 };
 
 // Whether a request of op `request` can have served an IO of op `io`: a read
@@ -128,12 +200,11 @@ struct DeviceTimes::State {
   std::unique_ptr<observer::Backend> backend;
   int64_t offset = 0;  // boottime - monotonic
   uint32_t pid = 0;
-  // By device: ranged requests by start byte; requests without a range.
-  // Each request is a node in and out within microseconds: a pool keeps
-  // them off the heap and near each other.
+  // By device: ranged requests; requests without a range. Each request is
+  // a node in and out within milliseconds: a pool keeps them off the heap
+  // and near each other.
   std::pmr::unsynchronized_pool_resource pool;
-  std::vector<std::pmr::multimap<uint64_t, Piece>> ranged;
-  std::vector<uint64_t> longest;  // by device: the longest ranged request seen, bounds the search back
+  std::vector<PieceIndex> ranged;
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
   std::vector<Piece> flushes;  // scratch for time()
@@ -147,11 +218,10 @@ struct DeviceTimes::State {
     // A request never issued (the empty pre-flush write of an fsync, which
     // the flush machinery completes itself) has its queue time as issue time.
     const bool never_issued = r.has_queue() && r.issue_ns == r.queue_ns;
-    const Piece p{r.offset + r.length, r.issue_ns - offset, r.complete_ns - offset, false, r.op == format::Op::kWrite,
-                  never_issued,      r.op};
+    const Piece p{r.offset, r.offset + r.length,        r.issue_ns - offset, r.complete_ns - offset,
+                  false,    r.op == format::Op::kWrite, never_issued,        r.op};
     if (r.length > 0 && r.op != format::Op::kFlush) {
-      ranged[r.device].emplace(r.offset, p);
-      longest[r.device] = std::max(longest[r.device], r.length);
+      ranged[r.device].add(p);
     } else {
       rangeless[r.device].push_back(p);
     }
@@ -162,31 +232,21 @@ struct DeviceTimes::State {
   // the parts found.
   int claim_range(uint32_t dev, format::Op op, uint64_t a, uint64_t b, int64_t lo, int64_t hi, int64_t& first,
                   int64_t& last, bool& merged) {
-    auto& m = ranged[dev];
+    auto& index = ranged[dev];
     int parts = 0;
     uint64_t pos = a;
     while (pos < b) {
-      // The piece covering `pos` that completed first: among the few pieces
-      // starting at or before it (several only while one range is in flight twice).
-      auto it = m.upper_bound(pos);
-      auto best = m.end();
-      const uint64_t reach = longest[dev];
-      for (int k = 0; k < 16 && it != m.begin(); ++k) {
-        --it;
-        if (it->first + reach <= pos) break;  // this piece and all before it end before `pos`
-        const Piece& p = it->second;
-        if (p.end > pos && serves(p.op, op) && p.complete >= lo && p.complete <= hi &&
-            (best == m.end() || p.complete < best->second.complete))
-          best = it;
-      }
-      if (best == m.end()) break;
-      const uint64_t start = best->first;
-      const Piece p = best->second;
-      m.erase(best);
+      // The piece covering `pos` that completed first (of several only while
+      // one range is in flight twice).
+      const auto found =
+          index.take(pos, [&](const Piece& p) { return serves(p.op, op) && p.complete >= lo && p.complete <= hi; });
+      if (!found) break;
+      const Piece& p = *found;
+      const uint64_t start = p.start;
       const uint64_t end = std::min(p.end, b);
       // What the IO does not cover stays for the IOs that merged with it.
-      if (start < pos) m.emplace(start, Piece{pos, p.issue, p.complete, true, false, false, p.op});
-      if (p.end > b) m.emplace(b, Piece{p.end, p.issue, p.complete, true, false, false, p.op});
+      if (start < pos) index.add(Piece{start, pos, p.issue, p.complete, true, false, false, p.op});
+      if (p.end > b) index.add(Piece{b, p.end, p.issue, p.complete, true, false, false, p.op});
       merged |= p.remainder || start < pos || p.end > b;
       first = std::min(first, p.issue);
       last = std::max(last, p.complete);
@@ -297,15 +357,7 @@ struct DeviceTimes::State {
 
   // Requests that completed before `before` can serve no later IO.
   void forget(int64_t before) {
-    for (auto& m : ranged)
-      for (auto it = m.begin(); it != m.end();) {
-        if (it->second.complete < before) {
-          stats.unclaimed_requests += !it->second.remainder;
-          it = m.erase(it);
-        } else {
-          ++it;
-        }
-      }
+    for (auto& index : ranged) stats.unclaimed_requests += index.forget(before);
     for (auto& q : rangeless)
       for (auto it = q.begin(); it != q.end();) {
         if (it->complete < before) {
@@ -350,7 +402,6 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
   s.backend = observer::make_ebpf_backend(bo);
   for (size_t i = 0; i < s.devices.size(); ++i) s.ranged.emplace_back(&s.pool);
   s.rangeless.resize(s.devices.size());
-  s.longest.resize(s.devices.size());
   s.offset = boot_minus_monotonic();
 }
 
