@@ -245,26 +245,38 @@ TEST_CASE("iotape review --quick on a tmpfs and a virtio-file loop device, and t
     CHECK((*j)["tests"]["fresh-vs-used"]["used_state"]["iops_per_round"].size() >= 1);
   }
 
-  // The faster drive wins IOPS against queue depth from depth 4 on. The tmpfs
-  // drive's IOs are served by the guest's CPUs (the loop worker copies pages),
-  // the virtio disk's by the host: with the CPUs saturated by other jobs the
-  // tmpfs drive's QD1 latency grows to milliseconds, and with idle vCPUs
-  // halting a QD1 read waits 16-32 us for the loop worker's wake-up on the
-  // other vCPU (README, "Low queue depth on a VM"), which made it slower than
-  // the virtio file's once (16,545 against 17,020 IOPS). Below depth 4 both
-  // only have to be measured. The host CPU load of the test is printed to
-  // tell that apart from a slow suite.
+  // The faster drive wins IOPS against queue depth at depths 4 and 16. The
+  // tmpfs drive's IOs are served by the guest's CPUs (the loop worker copies
+  // pages), the virtio disk's by the host: with the CPUs saturated by other
+  // jobs the tmpfs drive's QD1 latency grows to milliseconds, and with idle
+  // vCPUs halting a QD1 read waits 16-32 us for the loop worker's wake-up on
+  // the other vCPU (README, "Low queue depth on a VM"), which made it slower
+  // than the virtio file's once (16,545 against 17,020 IOPS). From depth 64
+  // on both are bounded by this 2-vCPU guest, the virtio file's writes by the
+  // host's cache behind it: once 132,864 IOPS of writes at QD256 against the
+  // tmpfs drive's 125,066, whose copies take the CPUs iotape issues on. So
+  // outside depths 4 and 16 both only have to be measured. The host CPU load
+  // of the test is printed to tell that apart from a slow suite. A depth's
+  // phases are compared in total (in one run the tmpfs drive did 1.25-1.9x
+  // the virtio file's IOPS in each phase at QD4, 2.3-4.2x at QD16).
   for (const char* test : {"database", "web-server", "file-server"}) {
     const auto& pa = ja["tests"][test]["phases"];
     const auto& pb = jb["tests"][test]["phases"];
     REQUIRE(pa.size() == pb.size());
+    std::map<int, std::pair<double, double>> at_depth;  // IOPS summed over a depth's phases: tmpfs, virtio
     for (size_t i = 0; i < pa.size(); ++i) {
       INFO(test << " " << pa[i]["name"] << ": tmpfs " << pa[i]["iops"] << " IOPS, virtio " << pb[i]["iops"]
                 << "; host CPU busy during the test " << ja["tests"][test]["cpu"]["host_busy_pct"] << "% and "
                 << jb["tests"][test]["cpu"]["host_busy_pct"] << "%");
       CHECK(pa[i]["iops"].get<double>() > 0);
       CHECK(pb[i]["iops"].get<double>() > 0);
-      if (pa[i]["queue_depth"].get<int>() >= 4) CHECK(pa[i]["iops"].get<double>() > pb[i]["iops"].get<double>());
+      auto& [a, b] = at_depth[pa[i]["queue_depth"].get<int>()];
+      a += pa[i]["iops"].get<double>();
+      b += pb[i]["iops"].get<double>();
+    }
+    for (const int qd : {4, 16}) {
+      INFO(test << " at QD" << qd << ": tmpfs " << at_depth[qd].first << " IOPS, virtio " << at_depth[qd].second);
+      CHECK(at_depth[qd].first > at_depth[qd].second);
     }
   }
   // The alignment pair is measured on both, even where the two are equal.
