@@ -535,21 +535,24 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     for (const auto& c : cpus_) {
       const std::string& pipe = c->decoder.name();
       const std::string dir = pipe.substr(0, pipe.rfind('/'));
-      if (stat_of(dir + "/stats", "entries") == 0) continue;
+      if (stats_in(dir + "/stats", {"entries"}) == 0) continue;
       std::ifstream in(dir + "/trace");
       for (std::string line; std::getline(in, line);) total += !line.empty() && line[0] != '#';
     }
     return total;
   }
 
-  // The counter `key` in one CPU's stats file ("KEY: N" lines), 0 if absent.
-  static uint64_t stat_of(const std::string& path, std::string_view key) {
+  // The sum of the counters `keys` in one CPU's stats file ("KEY: N" lines).
+  static uint64_t stats_in(const std::string& path, std::initializer_list<std::string_view> keys) {
+    uint64_t total = 0;
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos && line.compare(0, colon, key) == 0) return std::stoull(line.substr(colon + 1));
+      if (colon != std::string::npos &&
+          std::find(keys.begin(), keys.end(), std::string_view(line).substr(0, colon)) != keys.end())
+        total += std::stoull(line.substr(colon + 1));
     }
-    return 0;
+    return total;
   }
 
   // The sum over the CPUs of counters in their per_cpu/cpuN/stats ("KEY: N" lines).
@@ -558,7 +561,7 @@ class BlktraceBackend final : public observer::Backend, private blockevents::IoO
     for (long cpu = 0;; ++cpu) {
       const std::string path = kTracefs + "/per_cpu/cpu" + std::to_string(cpu) + "/stats";
       if (::access(path.c_str(), R_OK) != 0) break;
-      for (const auto key : keys) total += stat_of(path, key);
+      total += stats_in(path, keys);
     }
     return total;
   }
