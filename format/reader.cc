@@ -29,8 +29,8 @@ struct File {
   int fd = -1;
   uint64_t size = 0;
   uint64_t pos = 0;       // next frame to read
-  bool done = false;      // reached the index frame or the end
-  uint64_t accounted = 0; // chunks before this offset were counted (seeks re-read them)
+  uint64_t first_chunk = 0;  // where the frames after the header start
+  bool done = false;         // reached the index frame or the end
   v1::TraceHeader header;
   std::optional<v1::Index> index;
   std::string block;  // the bytes from block_at on, block_len of them (view_at)
@@ -44,8 +44,8 @@ struct File {
     std::swap(fd, o.fd);
     size = o.size;
     pos = o.pos;
+    first_chunk = o.first_chunk;
     done = o.done;
-    accounted = o.accounted;
     header.Swap(&o.header);
     std::swap(index, o.index);
     std::swap(block, o.block);
@@ -97,10 +97,10 @@ struct Frame {
   std::string_view payload;  // decompressed: in the caller's buffer, or (raw) in f's block until its next read
 };
 
-// Reads and verifies the frame at `off`, decompressing into *buffer (whose
-// storage is reused: no fresh memory to clear for each chunk). On damage
-// returns nullopt and sets why.
-std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::string* buffer) {
+// Reads and verifies the frame at `off` (its header and checksum), leaving its
+// payload as stored, in f's block until its next read. On damage returns
+// nullopt and sets why.
+std::optional<Frame> read_stored(File& f, uint64_t off, std::string* why) {
   std::string_view bytes;
   if (!view_at(f, off, frame::kHeaderSize, &bytes)) {
     *why = "file ends inside a frame header (truncated)";
@@ -120,11 +120,54 @@ std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::st
     *why = "frame checksum mismatch (corrupt)";
     return std::nullopt;
   }
-  Frame fr{*h, bytes};
-  if (h->codec == frame::Codec::kRaw) return fr;
-  if (!frame::decompress(bytes, h->raw_len, buffer, why)) return std::nullopt;
-  fr.payload = *buffer;
+  return Frame{*h, bytes};
+}
+
+// A stored payload as its writer wrote it, decompressing into *buffer (whose
+// storage is reused: no fresh memory to clear for each chunk).
+bool unpack(const Frame& fr, std::string* buffer, std::string_view* out, std::string* why) {
+  if (fr.h.codec == frame::Codec::kRaw) {
+    *out = fr.payload;
+    return true;
+  }
+  if (!frame::decompress(fr.payload, fr.h.raw_len, buffer, why)) return false;
+  *out = *buffer;
+  return true;
+}
+
+// read_stored, then unpack.
+std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::string* buffer) {
+  auto fr = read_stored(f, off, why);
+  if (fr && !unpack(*fr, buffer, &fr->payload, why)) return std::nullopt;
   return fr;
+}
+
+bool parse_chunk(std::string_view payload, v1::Chunk* out, std::string* why) {
+  if (out->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return true;
+  *why = "chunk does not parse";
+  return false;
+}
+
+// Whether a parsed chunk may join a trace whose device table holds `known`
+// devices: the devices it adds follow on, and its columns check against the
+// table with them (check_chunk). Passing with fewer devices than the table
+// holds means passing with the table. Sets why if not.
+bool admissible(const v1::Chunk& c, uint32_t known, std::string* why) {
+  const uint32_t base = c.devices_added_base();
+  const auto added = static_cast<uint32_t>(c.devices_added_size());
+  if (added > 0 && base > known) {
+    *why = "chunk adds device " + std::to_string(base) + " but only " + std::to_string(known) + " are known";
+    return false;
+  }
+  return check_chunk(c, added > 0 ? std::max(known, base + added) : known, why);
+}
+
+// Appends the devices an admissible chunk adds that `devices` lacks.
+void admit_devices(const v1::Chunk& c, google::protobuf::RepeatedPtrField<v1::Device>* devices) {
+  const auto known = static_cast<uint32_t>(devices->size());
+  const uint32_t base = c.devices_added_base();
+  for (uint32_t i = known - std::min(known, base); i < static_cast<uint32_t>(c.devices_added_size()); ++i)
+    *devices->Add() = c.devices_added(static_cast<int>(i));
 }
 
 File open_file(const std::string& path) {
@@ -148,7 +191,7 @@ File open_file(const std::string& path) {
     throw error_at_byte(path, sizeof magic + frame::kHeaderSize,
                         "format version " + std::to_string(f.header.format_version()) +
                             " is newer than this iotape reads (" + std::to_string(kFormatVersion) + ")");
-  f.pos = sizeof magic + frame::kHeaderSize + fr->h.stored_len;
+  f.pos = f.first_chunk = sizeof magic + frame::kHeaderSize + fr->h.stored_len;
 
   // The index, if the file was closed cleanly. Anything wrong with it just
   // means reading without it.
@@ -177,6 +220,7 @@ class TraceReader::Impl {
     // The final device table is in the index; without it, chunks add devices as they come.
     if (files_.back().index && files_.back().index->devices_size() >= header_.devices_size())
       *header_.mutable_devices() = files_.back().index->devices();
+    p_.accounted.assign(files_.size(), 0);
     metadata_.insert(header_.metadata().begin(), header_.metadata().end());
     for (const auto& f : files_)
       if (f.index)
@@ -214,29 +258,74 @@ class TraceReader::Impl {
     return true;
   }
 
+  // A chunk frame as stored, its header and checksum verified but not
+  // unpacked or parsed: decode_ahead unpacks and parses it (open_stored) on
+  // whichever thread is free, and admits it in order.
+  struct StoredChunk {
+    size_t file = 0;
+    uint64_t at = 0;   // the frame's offset in its file
+    uint64_t end = 0;  // the next frame's
+    frame::FrameHeader h{};
+    std::string bytes;
+  };
+  enum class Stored { kChunk, kEnd, kTrouble };
+  // The next frame of the chunk sequence, read past. kTrouble: the frame at
+  // (out->file, out->at) is damaged or not a chunk, and the reader stays
+  // before it: the serial path (take_chunk, after reposition) says what is
+  // wrong and goes on as the options say. Accounts for nothing; whoever
+  // admits the chunk does.
+  Stored take_stored(StoredChunk* out) {
+    for (File* file; (file = reading()) != nullptr;) {
+      File& f = *file;
+      std::string why;
+      const auto fr = read_stored(f, f.pos, &why);
+      out->file = cur_;
+      out->at = f.pos;
+      if (fr && fr->h.kind == frame::Kind::kIndex) {
+        f.done = true;
+        continue;
+      }
+      if (!fr || fr->h.kind != frame::Kind::kChunk) return Stored::kTrouble;
+      out->h = fr->h;
+      out->bytes.assign(fr->payload);
+      f.pos = out->end = f.pos + frame::kHeaderSize + fr->h.stored_len;
+      return Stored::kChunk;
+    }
+    return Stored::kEnd;
+  }
+  bool has_leftover() const { return next_in_batch_ < current_.size(); }
+  // The next chunk read is the one at `at` in file `file`.
+  void reposition(size_t file, uint64_t at) {
+    current_ = {};
+    next_in_batch_ = 0;
+    for (size_t i = 0; i < files_.size(); ++i) {
+      files_[i].done = i < file;
+      if (i > file) files_[i].pos = files_[i].first_chunk;
+    }
+    files_[file].pos = at;
+    cur_ = file;
+  }
+
   // What reading has changed since opening, to wind the reader back to: the
   // chunks decode_ahead read beyond a seek were never read for the caller.
   struct Progress {
     ReadStatus status;
     uint64_t dropped = 0;
     uint64_t late = 0;
-    int devices = 0;
-    std::vector<uint64_t> accounted;  // per file
+    std::vector<uint64_t> accounted;  // per file: chunks before this offset were counted
+    // Counts a chunk admitted from frame [at, end) of file `file` once, however often it is read.
+    void account(size_t file, uint64_t at, uint64_t end, const v1::Chunk& c) {
+      if (at < accounted[file]) return;
+      dropped += c.dropped_events();
+      late += c.late_ios();
+      accounted[file] = end;
+    }
   };
-  void save(Progress* p) const {
-    p->status = status_;
-    p->dropped = dropped_;
-    p->late = late_;
-    p->devices = header_.devices_size();
-    p->accounted.resize(files_.size());
-    for (size_t i = 0; i < files_.size(); ++i) p->accounted[i] = files_[i].accounted;
-  }
-  void restore(const Progress& p) {
-    status_ = p.status;
-    dropped_ = p.dropped;
-    late_ = p.late;
-    header_.mutable_devices()->DeleteSubrange(p.devices, header_.devices_size() - p.devices);
-    for (size_t i = 0; i < files_.size(); ++i) files_[i].accounted = p.accounted[i];
+  const Progress& progress() const { return p_; }
+  // Back to `p`, with `devices` the device table as of it.
+  void restore(const Progress& p, const google::protobuf::RepeatedPtrField<v1::Device>& devices) {
+    p_ = p;
+    *header_.mutable_devices() = devices;
   }
 
   bool next(Io& io) {
@@ -271,9 +360,9 @@ class TraceReader::Impl {
     skip_before(t);
   }
 
-  const ReadStatus& status() const { return status_; }
-  uint64_t dropped() const { return dropped_; }
-  uint64_t late() const { return late_; }
+  const ReadStatus& status() const { return p_.status; }
+  uint64_t dropped() const { return p_.dropped; }
+  uint64_t late() const { return p_.late; }
   bool has_index() const {
     for (const auto& f : files_)
       if (!f.index) return false;
@@ -302,21 +391,24 @@ class TraceReader::Impl {
     return batch_;
   }
 
+  // The file whose next frame is read next, past those read to the end; null at the end.
+  File* reading() {
+    for (; cur_ < files_.size(); ++cur_) {
+      File& f = files_[cur_];
+      if (!f.done && f.pos < f.size) return &f;
+      f.done = true;
+      f.release_block();
+    }
+    return nullptr;
+  }
+
   // Reads and checks the next chunk that holds IOs into chunk_; false at the
   // end or at damage.
   bool load_chunk() {
-    while (cur_ < files_.size()) {
-      File& f = files_[cur_];
-      if (status_.damaged && !opt_.skip_damaged) return false;
-      if (f.done) {
-        f.release_block();
-        ++cur_;
-        continue;
-      }
-      if (f.pos >= f.size) {
-        f.done = true;
-        continue;
-      }
+    while (!p_.status.damaged || opt_.skip_damaged) {
+      File* file = reading();
+      if (!file) return false;
+      File& f = *file;
       const uint64_t at = f.pos;
       std::string why;
       auto fr = read_frame(f, at, &why, &payload_);
@@ -327,11 +419,7 @@ class TraceReader::Impl {
       if (fr && fr->h.kind != frame::Kind::kChunk) why = "unexpected frame kind in the chunk sequence";
       if (fr && fr->h.kind == frame::Kind::kChunk && load(*fr, &why)) {
         f.pos = at + frame::kHeaderSize + fr->h.stored_len;
-        if (at >= f.accounted) {
-          dropped_ += chunk_.dropped_events();
-          late_ += chunk_.late_ios();
-          f.accounted = f.pos;
-        }
+        p_.account(cur_, at, f.pos, chunk_);
         if (chunk_.count() == 0) continue;  // a chunk carrying only accounting
         return true;
       }
@@ -348,45 +436,25 @@ class TraceReader::Impl {
   void rewind() {
     for (auto& f : files_) {
       f.done = false;
-      f.pos = 0;  // recomputed below
-    }
-    // Re-derive each file's first chunk position from its header frame.
-    for (auto& f : files_) {
-      char hb[frame::kHeaderSize];
-      std::string why;
-      read_at(f, sizeof frame::kFileMagic, sizeof hb, hb);
-      auto h = frame::decode_header(hb, &why);
-      f.pos = sizeof frame::kFileMagic + frame::kHeaderSize + (h ? h->stored_len : 0);
+      f.pos = f.first_chunk;
     }
     cur_ = 0;
-    status_ = {};
+    p_.status = {};
   }
 
   bool load(const Frame& fr, std::string* why) {
-    if (!chunk_.ParseFromArray(fr.payload.data(), static_cast<int>(fr.payload.size()))) {
-      *why = "chunk does not parse";
-      return false;
-    }
+    if (!parse_chunk(fr.payload, &chunk_, why)) return false;
     // Devices first named in this chunk, added once the chunk is known good.
-    const uint32_t known = static_cast<uint32_t>(header_.devices_size());
-    const uint32_t base = chunk_.devices_added_base();
-    const uint32_t added = static_cast<uint32_t>(chunk_.devices_added_size());
-    if (added > 0 && base > known) {
-      *why = "chunk adds device " + std::to_string(base) + " but only " + std::to_string(known) + " are known";
-      return false;
-    }
-    const uint32_t devices = added > 0 ? std::max(known, base + added) : known;
-    if (!check_chunk(chunk_, devices, why)) return false;
-    for (uint32_t i = known - std::min(known, base); i < added; ++i)
-      *header_.add_devices() = chunk_.devices_added(static_cast<int>(i));
+    if (!admissible(chunk_, static_cast<uint32_t>(header_.devices_size()), why)) return false;
+    admit_devices(chunk_, header_.mutable_devices());
     return true;
   }
 
   void damage(File& f, uint64_t at, const std::string& why) {
-    if (!status_.damaged) {
-      status_.damaged = true;
-      status_.file_offset = at;
-      status_.message = f.path + ": byte " + std::to_string(at) + ": " + why;
+    if (!p_.status.damaged) {
+      p_.status.damaged = true;
+      p_.status.file_offset = at;
+      p_.status.message = f.path + ": byte " + std::to_string(at) + ": " + why;
     }
     if (!opt_.skip_damaged) {
       f.done = true;
@@ -403,7 +471,7 @@ class TraceReader::Impl {
         if (std::memcmp(block.data() + i, &frame::kFrameMagic, 4) != 0) continue;
         if (frame::decode_header(block.data() + i, &why_not)) {
           f.pos = base + i;
-          ++status_.skipped_regions;
+          ++p_.status.skipped_regions;
           return;
         }
       }
@@ -422,22 +490,26 @@ class TraceReader::Impl {
   std::vector<Io> batch_;
   std::span<const Io> current_;
   size_t next_in_batch_ = 0;
-  ReadStatus status_;
-  uint64_t dropped_ = 0;
-  uint64_t late_ = 0;
+  Progress p_;
 };
 
-// The reader with decode_ahead: the serial reader (Impl) runs on the
-// DecodeAhead's thread, and the caller sees its chunks, and its state as of
-// each chunk, in order. The caller touches the Impl only while that thread is
-// stopped (seek_time), or for what never changes after opening (metadata,
-// index).
+// The reader with decode_ahead: the reader (Impl) runs on the DecodeAhead's
+// thread, and the caller sees its chunks, and its state as of each chunk, in
+// order. The thread reads chunk frames and checks their checksums; unpacking,
+// parsing and decoding them is most of the work, and is done by the thread
+// while the caller is busy, or by the caller when it would otherwise wait.
+// So the caller admits chunks itself, in order: their device additions,
+// their counts of losses, and the damage only parsing finds. At such damage,
+// or at a frame the thread could not read, the thread is stopped and the
+// serial reader reads on from there (stepping over the damage as it always
+// does). The caller touches the Impl only while that thread is stopped, or
+// for what never changes after opening (metadata, index).
 class TraceReader::Ahead {
  public:
   Ahead(Impl& impl, unsigned depth)
       : impl_(impl), header_(impl.header()), pipe_(depth, [this](Batch& b) { return produce(b); }) {
-    impl_.save(&progress_);
-    pipe_.start();
+    progress_ = impl_.progress();
+    start();
   }
 
   const v1::TraceHeader& header() const { return header_; }
@@ -462,17 +534,12 @@ class TraceReader::Ahead {
 
   // As the serial reader would from where the caller stands.
   void seek_time(int64_t t) {
-    pipe_.stop();
-    batch_ = nullptr;
-    part_ = nullptr;
-    ended_ = false;
-    error_ = nullptr;
-    impl_.restore(progress_);
+    stop();
     impl_.seek_time(t);
     for (int d = header_.devices_size(); d < impl_.header().devices_size(); ++d)
       *header_.add_devices() = impl_.header().devices(d);
-    impl_.save(&progress_);
-    pipe_.start();
+    progress_ = impl_.progress();
+    start();
   }
 
   const ReadStatus& status() const { return progress_.status; }
@@ -480,13 +547,22 @@ class TraceReader::Ahead {
   uint64_t late() const { return progress_.late; }
 
  private:
-  // One chunk as the thread hands it over, with the reader's state after it.
+  // One chunk as the thread hands it over.
   struct Part {
+    enum Kind {
+      kAdmitted,  // read by the serial reader: `progress` is the reader's state after it
+      kStored,    // a chunk frame for the caller to admit (opened: unpacked and parsed already)
+      kEnd,       // the end of the stored chunks: no more
+      kTrouble,   // the frame at stored.file, stored.at needs the serial reader
+    } kind = kEnd;
+    Impl::StoredChunk stored;
+    std::string payload;   // stored's, unpacked
+    bool opened = false;   // chunk holds stored, parsed
+    bool checked = false;  // chunk was found admissible
     v1::Chunk chunk;
     std::vector<Io> ios;     // all its rows; the comm views point into `chunk`
-    bool decoded = false;    // ios holds the chunk's rows; else the caller decodes them
+    bool decoded = false;    // ios holds the chunk's rows
     uint32_t first_row = 0;  // rows before it were passed over (seek_time)
-    bool end = false;        // no chunk: the end of the trace, or damage
     std::vector<v1::Device> devices_added;
     Impl::Progress progress;
   };
@@ -497,39 +573,116 @@ class TraceReader::Ahead {
     std::vector<Part> parts;  // [0, used) in order; the rest are buffers to recycle
     size_t used = 0;
   };
-  static constexpr uint64_t kBatchIos = 4'096;
+  static constexpr uint64_t kBatchBytes = 128 << 10;  // of chunks as stored: some 4,000 to 8,000 IOs
 
-  // On the DecodeAhead's thread: chunks up to kBatchIos IOs, or the end.
+  void start() {
+    devices_seen_ = static_cast<uint32_t>(header_.devices_size());
+    pipe_.start();
+  }
+  void stop() {
+    pipe_.stop();
+    batch_ = nullptr;
+    part_ = nullptr;
+    ended_ = false;
+    error_ = nullptr;
+    impl_.restore(progress_, header_.devices());
+  }
+
+  // On the DecodeAhead's thread: chunks up to kBatchBytes, or the end.
   bool produce(Batch& b) {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));  // after the chunks before it
     b.used = 0;
     bool more = true;
-    for (uint64_t ios = 0; more && ios < kBatchIos; ios += b.parts[b.used++].chunk.count()) {
+    for (uint64_t bytes = 0; more && bytes < kBatchBytes; ++b.used) {
       if (b.parts.size() == b.used) b.parts.emplace_back();
+      Part& p = b.parts[b.used];
       try {
-        more = take(b.parts[b.used]);
+        more = take(p);
       } catch (...) {
         if (b.used == 0) throw;
         error_ = std::current_exception();
         return true;
       }
+      // A chunk the serial reader read counts some 16 bytes an IO, as stored.
+      bytes += p.kind == Part::kStored ? p.stored.bytes.size() : p.kind == Part::kAdmitted ? 16 * p.chunk.count() : 0;
     }
-    // A caller that already waits decodes the rest itself, while this thread reads on.
-    for (size_t i = 0; i < b.used && !pipe_.consumer_waiting(); ++i) decode(b.parts[i]);
+    // A caller that already waits opens the rest itself, while this thread reads on.
+    for (size_t i = 0; i < b.used && !pipe_.consumer_waiting(); ++i) open(b.parts[i]);
     return more;
   }
   bool take(Part& p) {
-    const int known = impl_.header().devices_size();
-    p.end = !impl_.take_chunk(&p.chunk, &p.first_row);
-    p.decoded = false;
-    const auto& devices = impl_.header().devices();
-    p.devices_added.assign(devices.begin() + known, devices.end());
-    impl_.save(&p.progress);
-    return !p.end;
+    p.opened = p.checked = p.decoded = false;
+    p.first_row = 0;
+    if (serial_ || impl_.has_leftover()) {
+      const int known = impl_.header().devices_size();
+      p.kind = impl_.take_chunk(&p.chunk, &p.first_row) ? Part::kAdmitted : Part::kEnd;
+      p.opened = p.checked = true;
+      const auto& devices = impl_.header().devices();
+      p.devices_added.assign(devices.begin() + known, devices.end());
+      p.progress = impl_.progress();
+      return p.kind != Part::kEnd;
+    }
+    switch (impl_.take_stored(&p.stored)) {
+      case Impl::Stored::kChunk:
+        p.kind = Part::kStored;
+        return true;
+      case Impl::Stored::kEnd:
+        p.kind = Part::kEnd;
+        return false;
+      case Impl::Stored::kTrouble:
+        p.kind = Part::kTrouble;
+        return false;
+    }
+    return false;
+  }
+  // On the thread, in order: unpacks, parses, checks and decodes what it can
+  // of `p` (devices_seen_ follows the chunks it finds admissible). What fails
+  // is left for admit() to find again, in order.
+  void open(Part& p) {
+    std::string why;
+    if (!p.opened) {
+      std::string_view payload;
+      const Frame fr{p.stored.h, p.stored.bytes};
+      p.opened = unpack(fr, &p.payload, &payload, &why) && parse_chunk(payload, &p.chunk, &why);
+      if (!p.opened) return;
+    }
+    if (!p.checked) {
+      // Against the devices known so far: fewer than the caller may know, never more.
+      p.checked = admissible(p.chunk, devices_seen_, &why);
+      if (!p.checked) return;
+      if (p.chunk.devices_added_size() > 0)
+        devices_seen_ =
+            std::max(devices_seen_, p.chunk.devices_added_base() + static_cast<uint32_t>(p.chunk.devices_added_size()));
+    }
+    decode(p);
   }
   static void decode(Part& p) {
-    if (!p.end && !p.decoded) decode_chunk(p.chunk, &p.ios);
+    if (!p.decoded && p.kind != Part::kEnd) decode_chunk(p.chunk, &p.ios);
     p.decoded = true;
+  }
+
+  // The caller's side of a stored chunk: false at damage.
+  bool admit(Part& p) {
+    std::string why;
+    if (!p.opened) {
+      std::string_view payload;
+      const Frame fr{p.stored.h, p.stored.bytes};
+      if (!unpack(fr, &p.payload, &payload, &why) || !parse_chunk(payload, &p.chunk, &why)) return false;
+      p.opened = true;
+    }
+    if (!p.checked && !admissible(p.chunk, static_cast<uint32_t>(header_.devices_size()), &why)) return false;
+    p.checked = true;
+    admit_devices(p.chunk, header_.mutable_devices());
+    progress_.account(p.stored.file, p.stored.at, p.stored.end, p.chunk);
+    return true;
+  }
+
+  // From the frame at `file`, `at` on, the serial reader reads, as it reads damage.
+  void read_serially_from(size_t file, uint64_t at) {
+    stop();
+    impl_.reposition(file, at);
+    serial_ = true;
+    start();
   }
 
   // Makes part_ a chunk with rows left to hand out; false at the end.
@@ -540,13 +693,31 @@ class TraceReader::Ahead {
         batch_ = &pipe_.next();
         next_part_ = 0;
       }
-      part_ = &batch_->parts[next_part_++];
-      decode(*part_);
-      for (const auto& dev : part_->devices_added) *header_.add_devices() = dev;
-      progress_ = part_->progress;
-      ended_ = part_->end;
-      row_ = part_->first_row;
-      if (ended_) part_ = nullptr;
+      Part& p = batch_->parts[next_part_++];
+      part_ = &p;
+      row_ = p.first_row;
+      switch (p.kind) {
+        case Part::kTrouble:
+          read_serially_from(p.stored.file, p.stored.at);
+          continue;
+        case Part::kStored:
+          if (!admit(p)) {
+            read_serially_from(p.stored.file, p.stored.at);
+            continue;
+          }
+          decode(p);
+          break;
+        case Part::kAdmitted:
+        case Part::kEnd:
+          if (p.kind == Part::kAdmitted || serial_) {
+            for (const auto& dev : p.devices_added) *header_.add_devices() = dev;
+            progress_ = p.progress;
+          }
+          decode(p);
+          ended_ = p.kind == Part::kEnd;
+          if (ended_) part_ = nullptr;
+          break;
+      }
     }
     return true;
   }
@@ -554,6 +725,8 @@ class TraceReader::Ahead {
   Impl& impl_;
   v1::TraceHeader header_;
   Impl::Progress progress_;  // as of the chunk handed out last
+  bool serial_ = false;      // damage was met: the serial reader reads all
+  uint32_t devices_seen_ = 0;  // the thread's: devices known as of the chunks it opened, at least
   Batch* batch_ = nullptr;   // the caller's
   size_t next_part_ = 0;     // of batch_
   Part* part_ = nullptr;

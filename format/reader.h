@@ -59,17 +59,18 @@ struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
   // Chunks read, checked and decoded ahead on a thread of the reader's own, in
-  // batches (chunks in order until they hold 4,096 IOs: one hand-over, not
-  // one per chunk, as a long recording's chunks may be small), at most this
-  // many batches (0: none, all work is done in the calling thread). Chunks of
-  // a batch the caller already waits for are handed over undecoded and
-  // decoded by the caller while the thread reads on. The IOs, their order,
-  // the damage rules, seek_time and everything the reader reports are as
-  // without it: the header's devices, status(), dropped_events() and
-  // late_ios() are as of the chunk handed out last, not of those decoded
-  // ahead. Memory grows by about decode_ahead + 1 batches (at most 2.5 MiB
-  // each with the default 16,384 IOs a chunk). The thread ends with the
-  // reader; an error reading a file is thrown in the caller's thread, in turn.
+  // batches (chunks in order until they hold some 128 KiB as stored: one
+  // hand-over, not one per chunk, as a long recording's chunks may be small),
+  // at most this many batches (0: none, all work is done in the calling
+  // thread). The thread reads frames and checks their checksums; the chunks
+  // of a batch the caller already waits for are handed over as stored, and
+  // the caller unpacks, parses and decodes them while the thread reads on, so
+  // both cores decode. The IOs, their order, the damage rules, seek_time and
+  // everything the reader reports are as without it: the header's devices,
+  // status(), dropped_events() and late_ios() are as of the chunk handed out
+  // last, not of those decoded ahead. Memory grows by about decode_ahead + 1
+  // batches. The thread ends with the reader; an error reading a file is
+  // thrown in the caller's thread, in turn.
   unsigned decode_ahead = 0;
 };
 // The decode_ahead of the tools that read whole traces (report, info, cut):
