@@ -13,8 +13,9 @@
 # threads: (also part of afap) 4 KiB random reads at QD32 in total on one and
 #        on two issue threads: fio numjobs=1 iodepth=32 and numjobs=2
 #        iodepth=16 against iotape --threads 1 and --threads 2 --qd 32
-#        (--times user), 5 rounds, alternating, medians of IOPS and CPU per
-#        IO, and each tool's 2-thread/1-thread ratio.
+#        (--times user, and --times device as iotape-device), 5 rounds,
+#        alternating, medians of IOPS and CPU per IO, and each tool's
+#        2-thread/1-thread ratio.
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
 #        fio. Issue-time error per IO is measured for both tools alike by a
@@ -129,13 +130,16 @@ if [ "$WHAT" = afap ] || [ "$WHAT" = threads ] || [ "$WHAT" = all ]; then
       JOBS=$T QD=$((32 / T)) fio_jobs > "$W/fio.out"
       read -r IOPS CPU < "$W/fio.out"
       echo "$IOPS" >> "$W/threads-fio$T.iops"; echo "$CPU" >> "$W/threads-fio$T.cpu"
-      nice -n -20 "$IOTAPE" replay "$W/threads.iotape" --target "$LOOP" -o "$W/threads-result.iotape" \
-        --timing afap --qd 32 --max-idle 0 --times user --threads $T > "$W/out.txt" 2> /dev/null
-      awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/threads-iotape$T.iops"
-      awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/threads-iotape$T.cpu"
+      for TIMES in user device; do
+        TOOL=iotape; [ $TIMES = device ] && TOOL=iotape-device
+        nice -n -20 "$IOTAPE" replay "$W/threads.iotape" --target "$LOOP" -o "$W/threads-result.iotape" \
+          --timing afap --qd 32 --max-idle 0 --times $TIMES --threads $T > "$W/out.txt" 2> /dev/null
+        awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/threads-$TOOL$T.iops"
+        awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/threads-$TOOL$T.cpu"
+      done
     done
   done
-  for TOOL in fio iotape; do
+  for TOOL in fio iotape iotape-device; do
     for T in 1 2; do
       echo "afap 4K randread QD32 on $T thread(s): $TOOL $(paste -sd' ' "$W/threads-$TOOL$T.iops") IOPS," \
         "$(paste -sd' ' "$W/threads-$TOOL$T.cpu") ns CPU per IO"

@@ -44,8 +44,7 @@ Prefill settle_prefill(const ReplayOptions& o, const std::vector<Target>& target
 // original schedule is one timeline), a fixed --qd (the recorded one follows
 // completions of every IO before), at least one IO in flight per lane, and
 // no idle gaps (a gap starts when the whole replay drains, which no lane
-// sees alone): they are left out, as --max-idle 0 leaves them out. The
-// result carries the replayer's times (start_device_times says why).
+// sees alone): they are left out, as --max-idle 0 leaves them out.
 void check_threads(ReplayOptions& o) {
   if (o.threads == 0 || o.threads > 64) throw format::UsageError("--threads must be from 1 to 64");
   if (o.threads == 1) return;
@@ -56,10 +55,6 @@ void check_threads(ReplayOptions& o) {
     throw format::UsageError(fmt::format("--qd {} leaves some of the {} threads no IO in flight", o.qd, o.threads));
   if (o.max_idle_ns.value_or(0) != 0)
     throw format::UsageError("--threads above 1 replays no idle gaps: leave --max-idle out or give 0");
-  if (o.times == Times::kDevice)
-    throw format::UsageError(
-        "--times device needs --threads 1: device times are joined to IOs in the order they were submitted, which "
-        "several threads do not keep");
   o.max_idle_ns = 0;
 }
 
@@ -247,9 +242,6 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
   std::unique_ptr<DeviceTimes> device;
   if (p.options.times != Times::kUser) {
     try {
-      // DeviceTimes joins requests to IOs in the order they were submitted,
-      // which the issue threads do not keep between them.
-      if (p.options.threads > 1) throw std::runtime_error("with --threads above 1 only the replayer's times are kept");
       device = std::make_unique<DeviceTimes>(p.targets);
     } catch (const std::exception& e) {
       if (p.options.times == Times::kDevice)

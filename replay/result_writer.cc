@@ -1,13 +1,13 @@
 #include "replay/result_writer.h"
 
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <sys/utsname.h>
 #include <time.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cerrno>
+#include <deque>
 #include <fstream>
 #include <memory>
 
@@ -138,28 +138,62 @@ void ResultWriter::close_queues() {
 
 void ResultWriter::encode() {
   try {
+    std::deque<Pending> pending;
+    std::vector<format::Io> extra, held;
     std::vector<Slot> batch;
-    std::vector<format::Io> results, held;
     // Per lane, the latest submission it handed over: its IOs still to come
     // were submitted later (INT64_MAX once it has closed its queue).
     std::vector<int64_t> submitted(queues_.size(), INT64_MIN);
     size_t lane = queues_.size() - 1;
-    while (next_batch(lane, batch, submitted)) {
-      results.clear();
-      for (const Slot& s : batch) results.push_back(result_io(s, device_ != nullptr));
-      if (device_) device_->join(results);
-      for (size_t i = 0; i < batch.size(); ++i)
-        fidelity_.add(batch[i].io, results[i], batch[i].issue_ns - start_, batch[i].ready_ns - start_, batch[i].qd);
-      // The device issues an IO after its submission, but may issue IOs in
-      // another order than they were submitted.
-      const int64_t through = *std::min_element(submitted.begin(), submitted.end());
-      append(held, results, through == INT64_MIN || !device_ ? through : through - kReorderNs);
+    for (bool more = true; more;) {
+      more = next_batch(lane, batch, submitted);
+      if (more) {
+        Pending& p = pending.emplace_back();
+        p.batch = std::move(batch);
+        for (const Slot& s : p.batch) p.results.push_back(result_io(s, device_ != nullptr));
+      }
+      const int64_t through = more ? *std::min_element(submitted.begin(), submitted.end()) : INT64_MAX;
+      if (device_) join_through(pending, through, extra);
+      while (!pending.empty() && (!device_ || pending.front().joined == pending.front().batch.size())) {
+        Pending& p = pending.front();
+        for (size_t i = 0; i < p.batch.size(); ++i)
+          fidelity_.add(p.batch[i].io, p.results[i], p.batch[i].issue_ns - start_, p.batch[i].ready_ns - start_,
+                        p.batch[i].qd);
+        p.results.insert(p.results.end(), extra.begin(), extra.end());
+        extra.clear();
+        // The device issues an IO after its submission, but may issue IOs in
+        // another order than they were submitted.
+        append(held, p.results,
+               through == INT64_MIN || through == INT64_MAX || !device_ ? through : through - kReorderNs);
+        pending.pop_front();
+      }
     }
-    append(held, {}, INT64_MAX);
+    append(held, extra, INT64_MAX);
   } catch (...) {
     error_ = std::current_exception();
     close_queues();
   }
+}
+
+// Device times are joined to IOs in the order they were submitted, across
+// the lanes: an IO waits until every lane has handed over the IOs it
+// submitted before it. Within a batch IOs were submitted in order, so the
+// joined IOs of a batch are a prefix of it. The further flush requests go to
+// `extra`.
+void ResultWriter::join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& extra) {
+  joining_.clear();
+  for (auto& p : pending)
+    for (size_t i = p.joined; i < p.batch.size() && p.batch[i].issue_ns <= through; ++i)
+      joining_.push_back({&p.results[i], p.batch[i].issue_ns});
+  if (joining_.empty()) return;
+  std::stable_sort(joining_.begin(), joining_.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  ios_.clear();
+  for (const auto& [r, t] : joining_) ios_.push_back(*r);
+  device_->join(ios_);
+  for (size_t i = 0; i < joining_.size(); ++i) *joining_[i].first = ios_[i];
+  extra.insert(extra.end(), ios_.begin() + static_cast<ptrdiff_t>(joining_.size()), ios_.end());
+  for (auto& p : pending)
+    while (p.joined < p.batch.size() && p.batch[p.joined].issue_ns <= through) ++p.joined;
 }
 
 // Lane by lane in the feed's rotation; a lane that has closed its queue has

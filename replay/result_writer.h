@@ -5,7 +5,8 @@
 // which pops batches of finished IOs (issue_loop.h's Slot, in issue order)
 // from the queue of each issue thread in turn, as the schedule's feed dealt
 // them out, makes result IOs of them (with the device's times when a
-// DeviceTimes is given), adds them to the Fidelity in the schedule's order
+// DeviceTimes is given, joined in the order the IOs were submitted across
+// the lanes), adds them to the Fidelity in the schedule's order
 // and appends them to the trace in issue order, holding back those that IOs
 // of other lanes (or, with device times, the device) may yet precede. Every
 // other member is for the thread that constructed the object: set_start()
@@ -16,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "format/writer.h"
@@ -64,7 +67,15 @@ class ResultWriter {
   void write_outcome(const Outcome& out, bool prefilled);
 
  private:
+  // A batch of finished IOs as a lane handed it over, with their results;
+  // the first `joined` have their device times.
+  struct Pending {
+    std::vector<Slot> batch;
+    std::vector<format::Io> results;
+    size_t joined = 0;
+  };
   void encode();  // the writer thread's body
+  void join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& extra);
   bool next_batch(size_t& lane, std::vector<Slot>& batch, std::vector<int64_t>& submitted);
   void append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through);
 
@@ -74,6 +85,8 @@ class ResultWriter {
   std::vector<BatchQueue<Slot>> queues_;  // by lane
   void close_queues();
   int64_t start_ = 0;  // set before the first finished IO is handed over
+  std::vector<std::pair<format::Io*, int64_t>> joining_;  // join_through's: results and their submission
+  std::vector<format::Io> ios_;                           // join_through's: the IOs joined
   std::exception_ptr error_;
   std::thread thread_;
 };

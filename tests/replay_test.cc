@@ -582,8 +582,7 @@ TEST_CASE("replay --threads: afap on several rings keeps --qd and the trace's IO
 }
 
 // --threads above 1 is for afap with a fixed --qd of at least one IO per
-// thread, no idle gaps and the replayer's times; refused before anything is
-// touched otherwise.
+// thread and no idle gaps; refused before anything is touched otherwise.
 TEST_CASE("replay --threads: what several rings cannot replay is refused", "[threads]") {
   TempDir dir;
   const std::string trace = dir.file("src.iotape"), target = dir.file("target.bin"), result = dir.file("r.iotape");
@@ -596,7 +595,6 @@ TEST_CASE("replay --threads: what several rings cannot replay is refused", "[thr
       {"--threads 4 --timing afap --qd 2 --times user", "--qd 2"},
       {"--threads 2 --timing afap --qd 8 --max-idle 5ms --times user", "--max-idle"},
       {"--threads 0 --timing afap --qd 8 --times user", "--threads"},
-      {"--threads 2 --timing afap --qd 8 --times device", "--times device"},
   };
   for (const auto& [options, named] : refused) {
     const auto r = test::run(replay_cmd(trace, target, result, options) + " 2>&1");
@@ -1128,6 +1126,9 @@ TEST_CASE(
   CHECK(rr.metadata().at("replay.device_split_ios") == "0");
 }
 
+// With original timing on one ring, and afap on two rings, whose IOs are
+// joined to the device's requests in the order they were submitted across
+// the rings.
 TEST_CASE("replay results carry the device's issue and completion times", "[root]") {
   if (!test::require_root("load BPF programs, attach loop devices and use the blk tracer")) return;
   TempDir dir;
@@ -1143,10 +1144,12 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 64 * kMiB);
   test::run("udevadm settle");
+  const std::string how = GENERATE(std::string("--qd recorded"), std::string("--timing afap --qd 8 --threads 2"));
+  INFO(how);
   std::vector<std::pair<int64_t, int64_t>> requests;
   {
     BlkTrace tracer(loop);
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill none --qd recorded"));
+    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill none " + how));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("times      device") != std::string::npos);
@@ -1157,11 +1160,16 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   CHECK(rr.header().metadata().at("replay.times") == "device");
   const auto out = read_all(result);
   REQUIRE(out.size() == ios.size());
-  CHECK(rr.header().metadata().at("replay.device_untimed_ios") == "0");
+  // Every IO is timed but those whose request's completion the kernel never
+  // handed to the observer's programs (observer/iotrace.bpf.c): rare, and
+  // counted; on two rings about one run in six here had 4 of them.
+  const uint64_t untimed = std::stoull(rr.metadata().at("replay.device_untimed_ios"));
+  CHECK(untimed == std::stoull(rr.metadata().at("replay.device_uncompleted_requests")));
+  CHECK(untimed <= ios.size() / 300);
   std::vector<std::pair<int64_t, int64_t>> timed;
   for (const auto& io : out) {
-    REQUIRE(io.has_complete());
     REQUIRE(io.has_queue());
+    if (!io.has_complete()) continue;
     CHECK(io.queue_ns <= io.issue_ns + 1'000);  // submitted before the device issued it
     timed.emplace_back(io.issue_ns, io.complete_ns);
   }
