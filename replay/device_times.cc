@@ -238,8 +238,17 @@ struct DeviceTimes::State {
     while (pos < b) {
       // The piece covering `pos` that completed first (of several only while
       // one range is in flight twice).
-      const auto found =
-          index.take(pos, [&](const Piece& p) { return serves(p.op, op) && p.complete >= lo && p.complete <= hi; });
+      // Issued after the IO's submission, or failing that within the clocks'
+      // slack of it: with IOs of overlapping ranges in flight at once (on
+      // several rings, reaped in no common order), the other IO's request may
+      // also complete within this one's span.
+      const auto issued_from = [&](int64_t from) {
+        return [&, from](const Piece& p) {
+          return serves(p.op, op) && p.issue >= from && p.complete >= lo && p.complete <= hi;
+        };
+      };
+      auto found = index.take(pos, issued_from(lo + kClockSlackNs));
+      if (!found) found = index.take(pos, issued_from(lo));
       if (!found) break;
       const Piece& p = *found;
       const uint64_t start = p.start;

@@ -139,7 +139,7 @@ void ResultWriter::close_queues() {
 void ResultWriter::encode() {
   try {
     std::deque<Pending> pending;
-    std::vector<format::Io> extra, held;
+    std::vector<format::Io> ready, held;
     std::vector<Slot> batch;
     // Per lane, the latest submission it handed over: its IOs still to come
     // were submitted later (INT64_MAX once it has closed its queue).
@@ -147,28 +147,30 @@ void ResultWriter::encode() {
     size_t lane = queues_.size() - 1;
     for (bool more = true; more;) {
       more = next_batch(lane, batch, submitted);
+      ready.clear();
       if (more) {
         Pending& p = pending.emplace_back();
         p.batch = std::move(batch);
         for (const Slot& s : p.batch) p.results.push_back(result_io(s, device_ != nullptr));
+        if (!device_) {
+          ready = p.results;
+          p.joined = p.batch.size();
+        }
       }
       const int64_t through = more ? *std::min_element(submitted.begin(), submitted.end()) : INT64_MAX;
-      if (device_) join_through(pending, through, extra);
-      while (!pending.empty() && (!device_ || pending.front().joined == pending.front().batch.size())) {
-        Pending& p = pending.front();
+      if (device_) join_through(pending, through, ready);
+      // Fidelity takes the IOs in the schedule's order, as they were dealt out.
+      for (; !pending.empty() && pending.front().joined == pending.front().batch.size(); pending.pop_front()) {
+        const Pending& p = pending.front();
         for (size_t i = 0; i < p.batch.size(); ++i)
           fidelity_.add(p.batch[i].io, p.results[i], p.batch[i].issue_ns - start_, p.batch[i].ready_ns - start_,
                         p.batch[i].qd);
-        p.results.insert(p.results.end(), extra.begin(), extra.end());
-        extra.clear();
-        // The device issues an IO after its submission, but may issue IOs in
-        // another order than they were submitted.
-        append(held, p.results,
-               through == INT64_MIN || through == INT64_MAX || !device_ ? through : through - kReorderNs);
-        pending.pop_front();
       }
+      // IOs still to come were submitted after `through`. The device issues
+      // an IO after its submission, but may issue IOs in another order than
+      // they were submitted.
+      append(held, ready, !device_ || through == INT64_MIN || through == INT64_MAX ? through : through - kReorderNs);
     }
-    append(held, extra, INT64_MAX);
   } catch (...) {
     error_ = std::current_exception();
     close_queues();
@@ -178,9 +180,9 @@ void ResultWriter::encode() {
 // Device times are joined to IOs in the order they were submitted, across
 // the lanes: an IO waits until every lane has handed over the IOs it
 // submitted before it. Within a batch IOs were submitted in order, so the
-// joined IOs of a batch are a prefix of it. The further flush requests go to
-// `extra`.
-void ResultWriter::join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& extra) {
+// joined IOs of a batch are a prefix of it. The IOs joined, and the further
+// flush requests, are added to `ready`.
+void ResultWriter::join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& ready) {
   joining_.clear();
   for (auto& p : pending)
     for (size_t i = p.joined; i < p.batch.size() && p.batch[i].issue_ns <= through; ++i)
@@ -191,7 +193,7 @@ void ResultWriter::join_through(std::deque<Pending>& pending, int64_t through, s
   for (const auto& [r, t] : joining_) ios_.push_back(*r);
   device_->join(ios_);
   for (size_t i = 0; i < joining_.size(); ++i) *joining_[i].first = ios_[i];
-  extra.insert(extra.end(), ios_.begin() + static_cast<ptrdiff_t>(joining_.size()), ios_.end());
+  ready.insert(ready.end(), ios_.begin(), ios_.end());
   for (auto& p : pending)
     while (p.joined < p.batch.size() && p.batch[p.joined].issue_ns <= through) ++p.joined;
 }

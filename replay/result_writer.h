@@ -75,7 +75,7 @@ class ResultWriter {
     size_t joined = 0;
   };
   void encode();  // the writer thread's body
-  void join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& extra);
+  void join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& ready);
   bool next_batch(size_t& lane, std::vector<Slot>& batch, std::vector<int64_t>& submitted);
   void append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through);
 

@@ -1136,7 +1136,7 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   std::mt19937_64 rng(5);
   std::vector<format::Io> ios;
   int64_t t = 0;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 10000; ++i) {  // three batches of the feed: both rings get IOs
     const format::Op op = i % 3 == 0 ? format::Op::kWrite : format::Op::kRead;
     ios.push_back(make_io(t, op, (rng() % (60 * kMiB)) / 4096 * 4096, 4096ull << (rng() % 4), 30'000));
     t += 5'000 + static_cast<int64_t>(rng() % 60'000);
@@ -1167,12 +1167,17 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   CHECK(untimed == std::stoull(rr.metadata().at("replay.device_uncompleted_requests")));
   CHECK(untimed <= ios.size() / 300);
   std::vector<std::pair<int64_t, int64_t>> timed;
+  int64_t previous = INT64_MIN;
+  size_t out_of_order = 0;
   for (const auto& io : out) {
+    out_of_order += io.issue_ns < previous;  // in the device's issue order, as a recording
+    previous = io.issue_ns;
     REQUIRE(io.has_queue());
     if (!io.has_complete()) continue;
     CHECK(io.queue_ns <= io.issue_ns + 1'000);  // submitted before the device issued it
     timed.emplace_back(io.issue_ns, io.complete_ns);
   }
+  CHECK(out_of_order == 0);
   const int64_t ours = union_ns(timed), theirs = union_ns(requests);
   INFO("busy: result " << ours << " ns, blk tracer " << theirs << " ns");
   CHECK(std::abs(static_cast<double>(ours - theirs)) <= 0.01 * static_cast<double>(theirs));
