@@ -172,29 +172,27 @@ run() {
 
 # Replays the last capture onto the drive with device times, while the blk
 # tracer (record --backend blktrace) records the replay's requests: the host
-# compares the result's busy time with the tracer's. CELL names the run; the
-# rest are replay options.
+# compares the result's busy time with the tracer's.
 replay_check() {
-	drive=$1 dev=$2 cell=$3
-	shift 3
-	say "$drive ($dev): replay with --times device $*"
+	drive=$1 dev=$2
+	say "$drive ($dev): replay with --times device"
 	rm -f /tmp/result.iot /tmp/blk.iot /tmp/replay.log /tmp/blk.log
 	iotape record -d /dev/$dev -o /tmp/blk.iot --backend blktrace >/tmp/blk.log 2>&1 &
 	rec=$!
 	if ! wait_recording $rec /tmp/blk.log; then
-		stop_recording $rec "$drive" $cell tracer_rc
-		out "$drive $cell end"
+		stop_recording $rec "$drive" replay tracer_rc
+		out "$drive replay end"
 		return
 	fi
-	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none "$@" \
+	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none \
 		-o /tmp/result.iot >/tmp/replay.log 2>&1
-	out "$drive $cell replay_rc $?"
-	stop_recording $rec "$drive" $cell tracer_rc
-	while read -r l; do out "$drive $cell replay_log $l"; done </tmp/replay.log
-	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive $cell result_json $(one_line /tmp/r.json)"
-	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive $cell result_info $(one_line /tmp/ri.json)"
-	iotape report --json /tmp/blk.iot >/tmp/b.json 2>/dev/null && out "$drive $cell tracer_json $(one_line /tmp/b.json)"
-	out "$drive $cell end"
+	out "$drive replay replay_rc $?"
+	stop_recording $rec "$drive" replay tracer_rc
+	while read -r l; do out "$drive replay replay_log $l"; done </tmp/replay.log
+	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive replay result_json $(one_line /tmp/r.json)"
+	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive replay result_info $(one_line /tmp/ri.json)"
+	iotape report --json /tmp/blk.iot >/tmp/b.json 2>/dev/null && out "$drive replay tracer_json $(one_line /tmp/b.json)"
+	out "$drive replay end"
 }
 
 out "- - kernel $(uname -r)"
@@ -209,9 +207,7 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 	for backend in $(echo "$BACKENDS" | tr , ' '); do
 		run "$drive" "$backend" "$dev"
 	done
-	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev" replay
-	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] &&
-		replay_check "$drive" "$dev" replay-2 --timing afap --qd 8 --threads 2
+	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev"
 	[ "$drive" = nvme ] && run "$drive" auto-nobtf "$dev"
 done
 out "- - done"

@@ -644,12 +644,10 @@ def run_kernel(series, apt, cache, args):
             v.update(kernel=label, release=kernel.release, package=name, drive=d, backend=b)
             results.append(v)
         if d == "nvme" and d not in absent:
-            # With original timing on one ring, and afap on two rings.
-            for cell in ("replay", "replay-2"):
-                r = runs.get((d, cell))
-                v = judge_replay(r) if r and "end" in r else {"result": "failed", "detail": error or "no replay result"}
-                v.update(kernel=label, release=kernel.release, package=name, drive=d, backend=cell)
-                results.append(v)
+            r = runs.get((d, "replay"))
+            v = judge_replay(r) if r and "end" in r else {"result": "failed", "detail": error or "no replay result"}
+            v.update(kernel=label, release=kernel.release, package=name, drive=d, backend="replay")
+            results.append(v)
             r = runs.get((d, "auto-nobtf"))
             v = judge_without_btf(r) if r and "end" in r else {"result": "failed", "detail": error or "no result"}
             v.update(kernel=label, release=kernel.release, package=name, drive=d, backend="auto-nobtf")
@@ -669,7 +667,7 @@ def print_table(results):
                   f"{t['read_bytes'] / 2**20:>5.1f}/{t['write_bytes'] / 2**20:.1f}/{t['discard_bytes'] / 2**20:.1f}"
                   if t else f"{'':>7} {'':>7} {'':>8} {'':>7} {'':>15}")
         detail = r.get("detail", "")
-        if r["result"] == "exact" and r["backend"].startswith("replay"):
+        if r["result"] == "exact" and r["backend"] == "replay":
             detail = (f"device times; busy {r['busy_ns'] / 1e6:.3f} ms, blk tracer {r['tracer_busy_ns'] / 1e6:.3f} ms "
                       f"({100 * r['busy_off']:.3f}%), {r['replayed_ios']} IOs replayed")
         elif r["result"] == "exact" and r["backend"] == "auto-nobtf":
