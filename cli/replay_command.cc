@@ -159,15 +159,13 @@ void add_replay_command(CLI::App& app) {
                                              "1s: with original timing the schedule shrinks (default: no cap); "
                                              "with afap the replay pauses that long after draining (default 25ms, "
                                              "0: never)");
-  sub->add_option(
-         "--threads", a->o.threads,
-         "Issue threads, each with an io_uring of its own, for drives faster than one thread can drive "
-         "(afap with --qd N only: each thread keeps N/threads IOs in flight, the total never above N; "
-         "idle gaps are not replayed; the result carries the replayer's times unless --times device asks for the "
-         "device's). The result holds every "
-         "IO once, in issue order, as with 1 thread. Every replay prints and records its CPU per IO, "
-         "each issue thread's utilisation and each device's busy share, and warns when the threads, not "
-         "the devices, were saturated")
+  sub->add_option("--threads", a->o.threads,
+                  "Issue threads, each with an io_uring of its own, for drives faster than one thread can drive "
+                  "(afap with --qd N only: each thread keeps N/threads IOs in flight, the total never above N; "
+                  "idle gaps are not replayed; the result carries the replayer's times unless --times device "
+                  "asks for the device's). The result holds every IO once, in issue order, as with 1 thread. "
+                  "Every replay prints and records its CPU per IO, each issue thread's utilisation and each "
+                  "device's busy share, and warns when the threads, not the devices, were saturated")
       ->capture_default_str();
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))

@@ -259,8 +259,8 @@ class TraceReader::Impl {
   }
 
   // A chunk frame as stored, its header and checksum verified but not
-  // unpacked or parsed: decode_ahead unpacks and parses it (open_stored) on
-  // whichever thread is free, and admits it in order.
+  // unpacked or parsed: decode_ahead unpacks and parses it on whichever
+  // thread is free, and admits it in order.
   struct StoredChunk {
     size_t file = 0;
     uint64_t at = 0;   // the frame's offset in its file
@@ -640,12 +640,7 @@ class TraceReader::Ahead {
   // is left for admit() to find again, in order.
   void open(Part& p) {
     std::string why;
-    if (!p.opened) {
-      std::string_view payload;
-      const Frame fr{p.stored.h, p.stored.bytes};
-      p.opened = unpack(fr, &p.payload, &payload, &why) && parse_chunk(payload, &p.chunk, &why);
-      if (!p.opened) return;
-    }
+    if (!parse(p, &why)) return;
     if (!p.checked) {
       // Against the devices known so far: fewer than the caller may know, never more.
       p.checked = admissible(p.chunk, devices_seen_, &why);
@@ -656,6 +651,14 @@ class TraceReader::Ahead {
     }
     decode(p);
   }
+  // Unpacks and parses a stored chunk, once.
+  static bool parse(Part& p, std::string* why) {
+    if (p.opened) return true;
+    std::string_view payload;
+    p.opened = unpack(Frame{p.stored.h, p.stored.bytes}, &p.payload, &payload, why) &&
+               parse_chunk(payload, &p.chunk, why);
+    return p.opened;
+  }
   static void decode(Part& p) {
     if (!p.decoded && p.kind != Part::kEnd) decode_chunk(p.chunk, &p.ios);
     p.decoded = true;
@@ -664,12 +667,7 @@ class TraceReader::Ahead {
   // The caller's side of a stored chunk: false at damage.
   bool admit(Part& p) {
     std::string why;
-    if (!p.opened) {
-      std::string_view payload;
-      const Frame fr{p.stored.h, p.stored.bytes};
-      if (!unpack(fr, &p.payload, &payload, &why) || !parse_chunk(payload, &p.chunk, &why)) return false;
-      p.opened = true;
-    }
+    if (!parse(p, &why)) return false;
     if (!p.checked && !admissible(p.chunk, static_cast<uint32_t>(header_.devices_size()), &why)) return false;
     p.checked = true;
     admit_devices(p.chunk, header_.mutable_devices());

@@ -237,11 +237,10 @@ struct DeviceTimes::State {
     uint64_t pos = a;
     while (pos < b) {
       // The piece covering `pos` that completed first (of several only while
-      // one range is in flight twice).
-      // Issued after the IO's submission, or failing that within the clocks'
-      // slack of it: with IOs of overlapping ranges in flight at once (on
-      // several rings, reaped in no common order), the other IO's request may
-      // also complete within this one's span.
+      // one range is in flight twice), issued after the IO's submission, or
+      // failing that within the clocks' slack of it: with IOs of overlapping
+      // ranges in flight at once (on several rings, reaped in no common
+      // order), the other IO's request may also complete within this one's span.
       const auto issued_from = [&](int64_t from) {
         return [&, from](const Piece& p) {
           return serves(p.op, op) && p.issue >= from && p.complete >= lo && p.complete <= hi;

@@ -1,9 +1,10 @@
 #include "replay/result_writer.h"
 
-#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <sys/utsname.h>
 #include <time.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
