@@ -982,8 +982,12 @@ std::vector<CsvPhase> phases_from_csv(const std::string& trace, size_t phases, u
     ++p.ios;
     p.first = std::min(p.first, issue);
     // A replayed IO the device times could not match has no completion: it
-    // counts, but has no interval and no latency.
-    if (cell[10].empty()) continue;
+    // counts, ends at its submission (as an IO without a completion does in
+    // `report`), and has no interval and no latency.
+    if (cell[10].empty()) {
+      p.last = std::max(p.last, issue);
+      continue;
+    }
     const int64_t complete = std::stoll(cell[10]);
     p.last = std::max(p.last, complete);
     p.intervals.emplace_back(issue, complete);
