@@ -239,15 +239,19 @@ struct DeviceTimes::State {
       // The piece covering `pos` that completed first (of several only while
       // one range is in flight twice), issued after the IO's submission, or
       // failing that within the clocks' slack of it: with IOs of overlapping
-      // ranges in flight at once (on several rings, reaped in no common
-      // order), the other IO's request may also complete within this one's span.
-      const auto issued_from = [&](int64_t from) {
-        return [&, from](const Piece& p) {
-          return serves(p.op, op) && p.issue >= from && p.complete >= lo && p.complete <= hi;
+      // ranges in flight at once, the other IO's request may also complete
+      // within this one's span. A request of exactly the IO's range comes
+      // first: taking the overlapping IO's request instead would leave that
+      // IO only this one's, issued before its submission.
+      const auto issued_from = [&](int64_t from, bool exact) {
+        return [&, from, exact](const Piece& p) {
+          return serves(p.op, op) && p.issue >= from && p.complete >= lo && p.complete <= hi &&
+                 (!exact || (p.start == pos && p.end == b));
         };
       };
-      auto found = index.take(pos, issued_from(lo + kClockSlackNs));
-      if (!found) found = index.take(pos, issued_from(lo));
+      auto found = index.take(pos, issued_from(lo + kClockSlackNs, true));
+      if (!found) found = index.take(pos, issued_from(lo + kClockSlackNs, false));
+      if (!found) found = index.take(pos, issued_from(lo, false));
       if (!found) break;
       const Piece& p = *found;
       const uint64_t start = p.start;

@@ -388,6 +388,9 @@ UringEngine::UringEngine(UringEngine&&) noexcept = default;
 UringEngine& UringEngine::operator=(UringEngine&&) noexcept = default;
 
 bool UringEngine::prepare(const ReplayIo& io, uint32_t tag) { return impl_->prepare(io, tag); }
+bool UringEngine::runs_at_once(const ReplayIo& io) const {
+  return io.op == format::Op::kDiscard && impl_->targets_[io.target].block && !impl_->uring_discard_;
+}
 int64_t UringEngine::submit() { return impl_->submit(); }
 void UringEngine::reap(std::vector<Completion>& out) { impl_->reap(out); }
 void UringEngine::wait(int64_t deadline_ns, int64_t poll_ns) { impl_->wait(deadline_ns, poll_ns); }

@@ -53,6 +53,8 @@ class UringEngine {
   // before the call returned, not at submit().
   // REQUIRES: io.length <= max_length.
   bool prepare(const ReplayIo& io, uint32_t tag);
+  // Whether prepare() carries `io` out during the call.
+  bool runs_at_once(const ReplayIo& io) const;
   // Submits everything prepared; returns the time it was handed to the
   // kernel (monotonic_ns()), the IOs' issue time.
   int64_t submit();

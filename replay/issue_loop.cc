@@ -166,8 +166,13 @@ IssueLoop::Admitted IssueLoop::admit(int64_t now) {
         .io = next_, .ready_ns = ready, .qd = static_cast<uint32_t>(in_flight_ + 1), .ends_batch = next_ends_batch_};
     next_held_ = false;
     // An IO the engine carries out at once (a discard by ioctl) was issued
-    // then, not at the submission that follows.
-    const int64_t before = next_.op == format::Op::kDiscard ? host::monotonic_ns() : 0;
+    // then, not at the submission that follows. The IOs prepared before it
+    // go first, as recorded: submitted after it, they would be issued after
+    // it, and their submission times would no longer follow the IOs' order,
+    // which device times rely on.
+    const bool at_once = engine_.runs_at_once(next_);
+    if (at_once) submit();
+    const int64_t before = at_once ? host::monotonic_ns() : 0;
     if (engine_.prepare(next_, slot)) slots_[slot].issue_ns = before;
     pending_.push_back(slot);
     pending_rec_ns_ = next_.rec_time_ns;
