@@ -81,6 +81,18 @@ stop_recording() {
 	out "$2 $3 $4 $?"
 }
 
+# The guest kernel's complaints about the drive during a cell (command
+# timeouts, aborts, controller resets, I/O errors), as "$1 $2 kernel_log ...":
+# QEMU's emulated NVMe controller, under TCG, now and then leaves a command
+# uncompleted until the kernel's timeout resets it. kernel_log_start clears the
+# log at the cell's start.
+kernel_log_start() {
+	dmesg -c >/dev/null
+}
+kernel_log() {
+	dmesg -c | grep -E 'timeout|reset|I/O error|Abort' | while read -r l; do out "$1 $2 kernel_log $l"; done
+}
+
 fio_job() {
 	dev=$1
 	cat <<EOF
@@ -125,6 +137,7 @@ hide_btf() {
 run() {
 	drive=$1 backend=$2 dev=$3
 	say "$drive ($dev) with --backend $backend"
+	kernel_log_start
 	rm -f /tmp/t.iot /tmp/record.log /tmp/fio.json /tmp/fio.log /tmp/info.json
 	out "$drive $backend device $dev"
 	flag=$backend
@@ -140,6 +153,7 @@ run() {
 		stop_recording $rec "$drive" "$backend" record_rc
 		umount /sys/kernel/btf 2>/dev/null
 		while read -r l; do out "$drive $backend record_log $l"; done </tmp/record.log
+		kernel_log "$drive" "$backend"
 		out "$drive $backend end"
 		return
 	fi
@@ -167,32 +181,72 @@ run() {
 		awk -F, '$5 == "write" && $6 ~ /F/ && $8 == 0' | wc -l)"
 	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
 		out "$drive $backend report_json $(one_line /tmp/report.json)"
+	kernel_log "$drive" "$backend"
 	out "$drive $backend end"
+}
+
+# Each IO of a replay result (`iotape cat --format csv` RESULT) against the
+# blk tracer's request (TRACER) of the same op, offset and length nearest in
+# issue time: how far apart their issue and completion times are.
+match_times() {
+	awk 'BEGIN { FS = "," }
+		FNR == 1 { file++; next }
+		$5 != "read" && $5 != "write" && $5 != "discard" { next }
+		$8 == 0 || $11 == "" { next }
+		file == 1 { k = $5 ":" $7 ":" $8; n[k]++; iss[k, n[k]] = $10; com[k, n[k]] = $11; next }
+		{
+			k = $5 ":" $7 ":" $8; ios++
+			best = -1; bd = 0
+			for (j = 1; j <= n[k]; j++) {
+				d = iss[k, j] - $10; if (d < 0) d = -d
+				if (best < 0 || d < bd) { best = j; bd = d }
+			}
+			if (best < 0) { unmatched++; next }
+			di = $10 - iss[k, best]; dc = $11 - com[k, best]
+			sdi += di; sdc += dc
+			ai = di < 0 ? -di : di; ac = dc < 0 ? -dc : dc; m = ai > ac ? ai : ac
+			if (m <= 10000) w10++
+			if (m <= 50000) w50++
+			if (m > worst) worst = m
+		}
+		END {
+			matched = ios - unmatched
+			printf "ios %d unmatched %d within10us %.4f within50us %.4f mean_dissue_ns %.0f mean_dcomplete_ns %.0f worst_us %.1f\n",
+				ios, unmatched, w10 / matched, w50 / matched, sdi / matched, sdc / matched, worst / 1000
+		}' "$1" "$2"
 }
 
 # Replays the last capture onto the drive with device times, while the blk
 # tracer (record --backend blktrace) records the replay's requests: the host
-# compares the result's busy time with the tracer's.
+# compares the result's busy time with the tracer's. CELL names the run; the
+# rest are replay options.
 replay_check() {
-	drive=$1 dev=$2
-	say "$drive ($dev): replay with --times device"
+	drive=$1 dev=$2 cell=$3
+	shift 3
+	say "$drive ($dev): replay with --times device $*"
+	kernel_log_start
 	rm -f /tmp/result.iot /tmp/blk.iot /tmp/replay.log /tmp/blk.log
 	iotape record -d /dev/$dev -o /tmp/blk.iot --backend blktrace >/tmp/blk.log 2>&1 &
 	rec=$!
 	if ! wait_recording $rec /tmp/blk.log; then
-		stop_recording $rec "$drive" replay tracer_rc
-		out "$drive replay end"
+		stop_recording $rec "$drive" $cell tracer_rc
+		kernel_log "$drive" $cell
+		out "$drive $cell end"
 		return
 	fi
-	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none \
+	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none "$@" \
 		-o /tmp/result.iot >/tmp/replay.log 2>&1
-	out "$drive replay replay_rc $?"
-	stop_recording $rec "$drive" replay tracer_rc
-	while read -r l; do out "$drive replay replay_log $l"; done </tmp/replay.log
-	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive replay result_json $(one_line /tmp/r.json)"
-	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive replay result_info $(one_line /tmp/ri.json)"
-	iotape report --json /tmp/blk.iot >/tmp/b.json 2>/dev/null && out "$drive replay tracer_json $(one_line /tmp/b.json)"
-	out "$drive replay end"
+	out "$drive $cell replay_rc $?"
+	stop_recording $rec "$drive" $cell tracer_rc
+	while read -r l; do out "$drive $cell replay_log $l"; done </tmp/replay.log
+	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive $cell result_json $(one_line /tmp/r.json)"
+	iotape info --json /tmp/result.iot >/tmp/ri.json 2>/dev/null && out "$drive $cell result_info $(one_line /tmp/ri.json)"
+	iotape report --json /tmp/blk.iot >/tmp/b.json 2>/dev/null && out "$drive $cell tracer_json $(one_line /tmp/b.json)"
+	iotape cat --format csv /tmp/blk.iot >/tmp/b.csv 2>/dev/null && iotape cat --format csv /tmp/result.iot >/tmp/r.csv &&
+		out "$drive $cell match $(match_times /tmp/b.csv /tmp/r.csv)"
+	rm -f /tmp/b.csv /tmp/r.csv
+	kernel_log "$drive" $cell
+	out "$drive $cell end"
 }
 
 out "- - kernel $(uname -r)"
@@ -204,10 +258,16 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 		continue
 	fi
 	echo 2 >/sys/block/$dev/queue/nomerges # one request per fio IO
+	# A command the emulated drive leaves uncompleted stalls its cell for two
+	# timeouts (abort, then reset): 10 s each rather than 30 keeps one stall
+	# within the boot's timeout.
+	[ -w /sys/block/$dev/queue/io_timeout ] && echo 10000 >/sys/block/$dev/queue/io_timeout
 	for backend in $(echo "$BACKENDS" | tr , ' '); do
 		run "$drive" "$backend" "$dev"
 	done
-	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev"
+	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev" replay
+	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] &&
+		replay_check "$drive" "$dev" replay-2 --timing afap --qd 8 --threads 2
 	[ "$drive" = nvme ] && run "$drive" auto-nobtf "$dev"
 done
 out "- - done"
