@@ -162,8 +162,8 @@ void add_replay_command(CLI::App& app) {
   sub->add_option("--threads", a->o.threads,
                   "Issue threads, each with an io_uring of its own, for drives faster than one thread can drive "
                   "(afap with --qd N only: each thread keeps N/threads IOs in flight, the total never above N; "
-                  "idle gaps are not replayed; the result carries the replayer's times unless --times device "
-                  "asks for the device's). The result holds every IO once, in issue order, as with 1 thread. "
+                  "idle gaps are not replayed). The result holds every IO once, in issue order, with the "
+                  "times --times chooses, as with 1 thread. "
                   "Every replay prints and records its CPU per IO, each issue thread's utilisation and each "
                   "device's busy share, and warns when the threads, not the devices, were saturated")
       ->capture_default_str();

@@ -242,10 +242,6 @@ std::unique_ptr<DeviceTimes> start_device_times(const Prepared& p, Outcome& out)
   std::unique_ptr<DeviceTimes> device;
   if (p.options.times != Times::kUser) {
     try {
-      // On several rings only when asked for: on NVMe under QEMU their busy
-      // time came 0.9-2.3% from the blk tracer's (README).
-      if (p.options.threads > 1 && p.options.times != Times::kDevice)
-        throw std::runtime_error("with --threads above 1 device times are taken only with --times device");
       device = std::make_unique<DeviceTimes>(p.targets);
     } catch (const std::exception& e) {
       if (p.options.times == Times::kDevice)

@@ -1144,8 +1144,7 @@ TEST_CASE("replay results carry the device's issue and completion times", "[root
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 64 * kMiB);
   test::run("udevadm settle");
-  const std::string how =
-      GENERATE(std::string("--qd recorded"), std::string("--timing afap --qd 8 --threads 2 --times device"));
+  const std::string how = GENERATE(std::string("--qd recorded"), std::string("--timing afap --qd 8 --threads 2"));
   INFO(how);
   std::vector<std::pair<int64_t, int64_t>> requests;
   {
