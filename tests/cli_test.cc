@@ -85,7 +85,7 @@ TEST_CASE("report --html: refused with --window, 74 when the page cannot be writ
 
 // `replay`: a target that is not there is a bad argument, and -o is required
 // exactly where --help says it is.
-TEST_CASE("replay: a missing target is a usage error; --help and the check agree on -o", "[cli]") {
+TEST_CASE("replay: a missing target is a usage error, and --help and the check agree on -o", "[cli]") {
   TempDir dir;
   const std::string t = synth(dir), missing = dir.file("no/such/device");
   const auto r = run(iotape_binary() + " replay " + t + " --target " + missing + " -o " + dir.file("r.iot"));

@@ -439,7 +439,7 @@ TEST_CASE("a trace cut at any chunk boundary or byte reads up to the damage") {
   for (int i = 0; i < 300; ++i) check_cut(rng() % data.size());
 }
 
-TEST_CASE("frames across the reader's 256 KiB read blocks, and larger than one, read back; cuts past them too") {
+TEST_CASE("frames across the reader's 256 KiB read blocks, and larger than one, read back, and cuts past them too") {
   TempDir dir;
   const auto ios = random_ios(120000, 31);
   for (uint32_t chunk_ios : {700u, 16384u}) {  // many frames across block ends; frames larger than a block

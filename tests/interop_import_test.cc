@@ -512,7 +512,7 @@ TEST_CASE("blkparse: column headings, rules and comments are skipped", "[interop
   require_error("blkparse", heading, 3, "no blkparse events");
 }
 
-TEST_CASE("blkparse: RWBS letters of every kernel; an old kernel's barrier (B) is a preflush", "[interop][blkparse]") {
+TEST_CASE("blkparse: RWBS letters of every kernel, and an old kernel's barrier (B) is a preflush", "[interop][blkparse]") {
   TempDir dir;
   // A journal write with a barrier, remapped from a partition, then one
   // request for each other spelling, issued and completed.

@@ -863,7 +863,7 @@ TEST_CASE("replay: --dry-run prints the plan and touches nothing", "[root]") {
   CHECK_FALSE(std::filesystem::exists(result));
 }
 
-TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a warning; results carry the host's", "[root]") {
+TEST_CASE("replay: a trace recorded with other idle-CPU settings replays with a warning, and results carry the host's", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
@@ -1534,7 +1534,7 @@ TEST_CASE("replay: by default a replay with --allow-write onto a block device pr
 
 // Two trace devices onto one target is a choice the user makes with
 // --device-map, never a default; --dry-run shows where each device goes.
-TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run prints the map", "[root]") {
+TEST_CASE("replay: more trace devices than targets need --device-map, and --dry-run prints the map", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice a(16 * kMiB), b(16 * kMiB);
@@ -1611,7 +1611,7 @@ TEST_CASE("replay: more trace devices than targets need --device-map; --dry-run 
 
 // A damaged source is replayed up to the damage, and the exit status says
 // it was damaged; a replay of nothing is never a success.
-TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to replay is an error", "[root]") {
+TEST_CASE("replay: a damaged source exits 2 naming file and byte, and nothing to replay is an error", "[root]") {
   if (!test::require_root("attach loop devices")) return;
   TempDir dir;
   LoopDevice loop(16 * kMiB);
@@ -1687,7 +1687,7 @@ TEST_CASE("replay: a damaged source exits 2 naming file and byte; nothing to rep
 
 // Every failed IO a replay reports is named: its index in the source, op,
 // offset, length, target and error; and counts agree in number.
-TEST_CASE("replay: failed IOs are named with index, op, offset and errno; 1 error is 1 error", "[root]") {
+TEST_CASE("replay: failed IOs are named with index, op, offset and errno, and 1 error is 1 error", "[root]") {
   if (!test::require_root("mount tmpfs")) return;
   constexpr uint64_t kBlock = 128 * 1024;
   TempDir dir;

@@ -83,7 +83,7 @@ TEST_CASE("coarse histogram percentiles are within 12% of the exact value") {
   CHECK(empty.percentile(50) == 0);
 }
 
-TEST_CASE("timeline: busy time per device and bin, in flight, hours; bins double past their bound") {
+TEST_CASE("timeline: busy time per device and bin, in flight, hours, and bins double past their bound") {
   v1::TraceHeader header;  // no wall clock: hours count from the first IO
   analysis::Timeline t(header, 4);
   t.set_origin(0);

@@ -446,7 +446,7 @@ std::string cut_output(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("cut scores bytes read and written; discards only with --score-discards", "[cut]") {
+TEST_CASE("cut scores bytes read and written, and discards only with --score-discards", "[cut]") {
   TempDir dir;
   // Three 20 s windows, the trace ending at 60 s. As reported from a trace with an fstrim:
   //   0..20 s: 10 writes of 150 MB, 0.1286 s each: busy 1.286 s, 1,500 MB
