@@ -136,6 +136,8 @@ struct UringEngine::Impl {
 
   io_uring_sqe* get_sqe();
   bool discard(const ReplayIo& io, uint32_t tag);  // true: done by ioctl, at once
+  // Whether discard() carries `io` out by ioctl, at once.
+  bool discards_by_ioctl(const ReplayIo& io) const { return targets_[io.target].block && !uring_discard_; }
   bool probe_uring_discard();
   uint64_t write_offset(uint64_t length);
   void complete_now(uint32_t tag, int32_t status) { immediate_.push_back({tag, status, 0}); }
@@ -220,6 +222,12 @@ uint64_t UringEngine::Impl::write_offset(uint64_t length) {
 
 bool UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
   const Target& t = targets_[io.target];
+  if (discards_by_ioctl(io)) {
+    uint64_t range[2] = {io.offset, io.length};
+    const int r = ::ioctl(t.fd, BLKDISCARD, range);
+    complete_now(tag, r == 0 ? 0 : -errno);
+    return true;
+  }
   if (!t.block) {
     io_uring_sqe* sqe = get_sqe();
     io_uring_prep_fallocate(sqe, static_cast<int>(io.target), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -228,20 +236,14 @@ bool UringEngine::Impl::discard(const ReplayIo& io, uint32_t tag) {
     io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
     return false;
   }
-  if (uring_discard_) {
-    io_uring_sqe* sqe = get_sqe();
-    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(io.target), nullptr, 0, 0);
-    sqe->cmd_op = kBlockUringCmdDiscard;
-    sqe->addr = io.offset;
-    sqe->addr3 = io.length;
-    sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
-    return false;
-  }
-  uint64_t range[2] = {io.offset, io.length};
-  const int r = ::ioctl(t.fd, BLKDISCARD, range);
-  complete_now(tag, r == 0 ? 0 : -errno);
-  return true;
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(io.target), nullptr, 0, 0);
+  sqe->cmd_op = kBlockUringCmdDiscard;
+  sqe->addr = io.offset;
+  sqe->addr3 = io.length;
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, user_data(tag, kAnyResult));
+  return false;
 }
 
 bool UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
@@ -389,7 +391,7 @@ UringEngine& UringEngine::operator=(UringEngine&&) noexcept = default;
 
 bool UringEngine::prepare(const ReplayIo& io, uint32_t tag) { return impl_->prepare(io, tag); }
 bool UringEngine::runs_at_once(const ReplayIo& io) const {
-  return io.op == format::Op::kDiscard && impl_->targets_[io.target].block && !impl_->uring_discard_;
+  return io.op == format::Op::kDiscard && impl_->discards_by_ioctl(io);
 }
 int64_t UringEngine::submit() { return impl_->submit(); }
 void UringEngine::reap(std::vector<Completion>& out) { impl_->reap(out); }

@@ -596,11 +596,12 @@ def drive_complaints(run):
 
 def judge_replay(run):
     """A replay's verdict: device times; every timed IO has the blk tracer's
-    request of its op, offset and length; and its busy time within 1% of the tracer's union of request intervals
-    over the same run, or within 1% once the difference the per-IO comparison
-    measures between the two probes' times is taken out. Both probes time the
-    same tracepoints, one after the other: under TCG a request's completion
-    came 2-10 us later to the second probe than to the first, its issue 2-5 us
+    request of its op, offset and length; and its busy time within 1% of the
+    tracer's union of request intervals over the same run, or within 1% once
+    the difference the per-IO comparison measures between the two probes'
+    times is taken out. Both probes time the same tracepoints, one after the
+    other: under TCG a request's completion came 3-10 us later to the second
+    probe than to the first, its issue 2-5 us
     (see match_times in guest-check.sh). Not judged on busy time where the
     guest kernel reset the emulated drive during the cell: its stalled
     commands are issued again after the reset. Untimed IOs are shown, not
