@@ -400,28 +400,56 @@ TEST_CASE("queue depth equals a count of the outstanding IOs, through deep and r
   std::mt19937_64 rng(11);
   std::vector<format::Io> ios;
   int64_t t = 0;
-  for (int i = 0; i < 6000; ++i) {
-    t += static_cast<int64_t>(rng() % 1000);
-    // Mostly short, some very long: hundreds outstanding, completing in any order.
-    const int64_t latency = rng() % 4 == 0 ? static_cast<int64_t>(rng() % 400'000) : static_cast<int64_t>(rng() % 3000);
-    ios.push_back(io_of(format::Op::kRead, t, rng() % 20 == 0 ? format::kNoTime : t + latency, 0, 4096));
+  // Shallow, deep (hundreds outstanding, completing in any order), shallow
+  // again and deep again: QueueDepth keeps the two kinds of queue apart.
+  for (int phase = 0; phase < 4; ++phase) {
+    for (int i = 0; i < 3000; ++i) {
+      t += static_cast<int64_t>(rng() % 1000);
+      const bool deep = phase % 2 == 1;
+      const int64_t latency = deep && rng() % 4 == 0 ? static_cast<int64_t>(rng() % 400'000)
+                                                     : static_cast<int64_t>(rng() % (deep ? 3000 : 5000));
+      // Now and then an IO written late, issued before the one before it.
+      const int64_t issue = rng() % 50 == 0 ? t - static_cast<int64_t>(rng() % 3000) : t;
+      ios.push_back(io_of(format::Op::kRead, issue, rng() % 20 == 0 ? format::kNoTime : issue + latency, 0, 4096));
+    }
   }
   stats::QueueDepth qd;
   std::array<uint64_t, 8> buckets{};
-  uint64_t max = 0, sum = 0;
+  uint64_t max = 0, sum = 0, shallow_after_deep = 0;
+  int64_t now = INT64_MIN;  // a late IO sees the depth as of the latest issue before it
   for (size_t i = 0; i < ios.size(); ++i) {
     qd.add(ios[i]);
+    now = std::max(now, ios[i].issue_ns);
     uint64_t depth = 1;
     for (size_t j = 0; j < i; ++j)
-      depth += ios[j].has_complete() && ios[j].complete_ns > ios[j].issue_ns && ios[j].complete_ns > ios[i].issue_ns;
+      depth += ios[j].has_complete() && ios[j].complete_ns > ios[j].issue_ns && ios[j].complete_ns > now;
     ++buckets[static_cast<size_t>(stats::QueueDepth::bucket_of(depth))];
     max = std::max(max, depth);
     sum += depth;
+    shallow_after_deep += i >= 6000 && i < 9000 && depth < 10;
   }
   CHECK(max > 100);
+  CHECK(shallow_after_deep > 1000);
   CHECK(qd.max() == max);
   CHECK(qd.buckets() == buckets);
   CHECK(qd.mean() == Approx(static_cast<double>(sum) / static_cast<double>(ios.size())));
+}
+
+TEST_CASE("queue depth of times centuries apart, as a made-up trace may hold, counts as near ones do") {
+  const int64_t far = std::numeric_limits<int64_t>::max() - 10;
+  std::vector<format::Io> ios = {
+      io_of(format::Op::kRead, std::numeric_limits<int64_t>::min() + 5, far, 0, 4096),  // outstanding throughout
+      io_of(format::Op::kRead, -100, 50, 0, 4096),
+      io_of(format::Op::kRead, 0, 10, 0, 4096),
+      io_of(format::Op::kRead, 20, far - 1, 0, 4096),
+      io_of(format::Op::kRead, 60, 70, 0, 4096),
+      io_of(format::Op::kRead, far - 5, far - 4, 0, 4096),
+  };
+  stats::QueueDepth qd;
+  for (const auto& io : ios) qd.add(io);
+  // Depths 1, 2, 3, 3 (the IO ending at 10 has ended by 20), 3 (the one ending at 50 too), 3.
+  CHECK(qd.buckets() == std::array<uint64_t, 8>{1, 1, 4, 0, 0, 0, 0, 0});
+  CHECK(qd.max() == 3);
 }
 
 TEST_CASE("report with decode_ahead equals the serial report, on rotated parts the last of them cut short") {
