@@ -21,6 +21,7 @@ class OffsetMap {
   struct Device {
     uint64_t span_bytes = 0;       // rows cover [0, span_bytes) evenly
     std::vector<uint64_t> counts;  // [column * rows + row]
+    double rows_per_byte = 0;      // rows / span_bytes
   };
   OffsetMap(size_t columns = 240, size_t rows = 64) : columns_(columns), rows_(rows) {}
   void set_origin(int64_t origin_ns) {

@@ -171,6 +171,15 @@ TEST_CASE("offset map: rows over the device's size, or over a range that doubles
   const auto& dev1 = m.devices()[1];
   CHECK(dev1.span_bytes == 4ULL << 30);
   CHECK(dev1.counts[0 * 8 + 6] == 1);  // 3 GiB of 4 GiB: row 6 of 8
+
+  // Offsets no device has (a made-up trace's): the span stops at 2^63 bytes,
+  // and what lies beyond goes to the top row.
+  m.add(io_at(0, 1, UINT64_MAX, 2), header);
+  m.add(io_at(0, 1, (1ULL << 62) + 1, 2), header);
+  const auto& dev2 = m.devices()[2];
+  CHECK(dev2.span_bytes == 1ULL << 63);
+  CHECK(dev2.counts[0 * 8 + 7] == 1);
+  CHECK(dev2.counts[0 * 8 + 4] == 1);
 }
 
 namespace {
