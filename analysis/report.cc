@@ -27,6 +27,34 @@ class DeviceSelection {
   std::vector<bool> keep_;
 };
 
+// Times within 2^62 ns of the first IO's issue: their differences cannot
+// overflow.
+class TimeRange {
+ public:
+  explicit TimeRange(int64_t origin)
+      : lo_(origin < INT64_MIN + kSpan ? INT64_MIN : origin - kSpan),
+        hi_(origin > INT64_MAX - kSpan ? INT64_MAX : origin + kSpan),
+        origin_(origin) {}
+  // Throws InputError naming the IO at `position` when one of its times lies outside.
+  void check(const format::Io& io, uint64_t position) const {
+    if (inside(io.issue_ns) && (!io.has_queue() || inside(io.queue_ns)) &&
+        (!io.has_complete() || inside(io.complete_ns)))
+      return;
+    const int64_t t = !inside(io.issue_ns)                     ? io.issue_ns
+                      : io.has_queue() && !inside(io.queue_ns) ? io.queue_ns
+                                                               : io.complete_ns;
+    throw format::InputError(
+        fmt::format("IO {}: its time {} ns lies more than 146 years from the first IO's issue "
+                    "({} ns): not the times of one recording",
+                    position, t, origin_));
+  }
+
+ private:
+  static constexpr int64_t kSpan = int64_t{1} << 62;
+  bool inside(int64_t t) const { return t >= lo_ && t <= hi_; }
+  int64_t lo_, hi_, origin_;
+};
+
 }  // namespace
 
 double data_rate_MBps(uint64_t bytes, int64_t busy_ns) {
@@ -50,6 +78,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
   int64_t origin = 0;
   int64_t trace_end = format::kNoTime;  // latest end of an IO before the window, or a later issue
   std::optional<PhaseResults> phases;
+  std::optional<TimeRange> range;
   if (o.by_phase) phases.emplace(reader.header());
   uint64_t position = 0;  // of the batch's first IO in the trace
 
@@ -58,6 +87,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       // The window is relative to the trace's first IO, whatever the filter.
       origin_known = true;
       origin = batch.front().issue_ns;
+      range.emplace(origin);
       // A window from 0 keeps IOs issued before the first (late ones), as no window does.
       if (o.window.start_ns) lo = origin + o.window.start_ns;
       if (o.window.end_ns) hi = origin + *o.window.end_ns;
@@ -67,14 +97,18 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     trace_end = std::max(trace_end, batch.back().issue_ns);
     if (batch.front().issue_ns >= hi) break;
     if (batch.back().issue_ns < lo) {
-      for (const format::Io& io : batch)
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const format::Io& io = batch[i];
+        range->check(io, position + i);
         trace_end = std::max(trace_end, io.has_complete() ? std::max(io.complete_ns, io.issue_ns) : io.issue_ns);
+      }
       continue;
     }
     selection.update(reader.header());
     r.processes.new_batch();
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
+      range->check(io, position + i);
       if (o.each_io) o.each_io(io, reader.header());
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
       if ((io.flags & format::flag::kSelf) && !o.include_self) continue;

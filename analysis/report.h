@@ -66,7 +66,10 @@ double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
 
 // Reads the trace from where the reader stands to its end. Throws UsageError
 // when the window starts after the end of the trace's last IO (no IO of any
-// device could be in it), naming the trace's span.
+// device could be in it), naming the trace's span, and InputError at an IO
+// with a time more than 2^62 ns (146 years) from the first IO's issue (a
+// made-up or corrupt trace: no recording spans that, and the differences of
+// such times overflow), naming the IO.
 Report analyse(format::TraceReader& reader, const ReportOptions& options = {});
 
 }  // namespace iotape::analysis

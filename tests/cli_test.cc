@@ -54,6 +54,22 @@ TEST_CASE("exit statuses follow the kind of error", "[cli]") {
     CHECK(r.exit_code == 65);
     CHECK(r.output.find(csv + ":2:") != std::string::npos);
   }
+  SECTION("65: times centuries apart, named by trace and IO") {
+    // A made-up trace: the first IO completes 292 years after its issue. The
+    // page once ran out of memory on it, spreading that IO over its bins.
+    const std::string csv = dir.file("odd.csv"), odd = dir.file("odd.iot");
+    std::ofstream(csv) << "index,device,major,minor,op,flags,offset,length,queue_ns,issue_ns,complete_ns,status,pid,"
+                          "comm,cgroup,cpu,source_index,flag_bits,device_name\n"
+                          "0,0,259,0,read,R,0,4096,,-9223372036854775000,5000,0,1,\"a\",0,-1,-1,0,\"d\"\n"
+                          "1,0,259,0,read,R,4096,4096,,1000,3000,0,1,\"a\",0,-1,-1,0,\"d\"\n";
+    REQUIRE(run(iotape_binary() + " import csv " + csv + " -o " + odd).exit_code == 0);
+    for (const std::string& args : {std::string(), " --html " + dir.file("odd.html")}) {
+      const auto r = run(iotape_binary() + " report " + odd + args);
+      INFO(r.output);
+      CHECK(r.exit_code == 65);
+      CHECK(r.output.find(odd + ": IO 0: its time 5000 ns lies more than 146 years") != std::string::npos);
+    }
+  }
   SECTION("74: a system call failed, with its error") {
     const auto r = run(iotape_binary() + " report " + t + " --series-csv " + dir.file("no/such/dir/s.csv"));
     INFO(r.output);
