@@ -109,7 +109,11 @@ void write_page(const ReportCommandOptions& o, const analysis::Report& r, const 
   page.timeline = &acc.timeline;
   page.offsets = &acc.offsets;
   page.end_keys = capture_end_keys(o.traces, reader);
-  page.windows = cut_windows(o, acc.meter.finish(), page.windows_note);
+  try {
+    page.windows = cut_windows(o, acc.meter.finish(), page.windows_note);
+  } catch (const format::UsageError& e) {
+    page.windows_note = e.what();  // no windows to mark: the page says why
+  }
   page.top = o.top;
   std::ofstream f(o.html);
   f << analysis::week_page_html(page);

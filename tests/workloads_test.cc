@@ -756,3 +756,26 @@ TEST_CASE("closed loops on two threads keep the queue depth in total and issue e
   CHECK(workloads::closed_loop_threads(0, 16) == std::min(2u, std::thread::hardware_concurrency()));
   CHECK(workloads::closed_loop_threads(4, 2) == 2);
 }
+
+TEST_CASE("cut measures at most 2^20 windows: an IO beyond is named, and nothing grows with it", "[cut]") {
+  TempDir dir;
+  // An IO that completes 2.2 years after its issue (a made-up trace: one
+  // completing 127 years after made the cut, and the page's windows, take
+  // all memory, a window at a time).
+  std::vector<format::Io> ios = {timed_io(format::Op::kRead, 0, 1, 4096), timed_io(format::Op::kRead, 1, 2, 4096)};
+  ios[1].complete_ns = int64_t{70'000'000} * 1'000'000'000;
+  const std::string trace = dir.file("odd.iot");
+  write_ios(trace, ios);
+  const auto r = run(iotape_cmd("cut " + trace + " --heavy -o " + dir.file("h.iot")));
+  INFO(r.output);
+  CHECK(r.exit_code == 64);
+  CHECK(r.output.find("IO 1 reaches 70000000 s from the first IO's issue, beyond 1048576 windows of 60.000 s: give "
+                      "a longer --length") != std::string::npos);
+  // The page leaves the windows out and says why.
+  const auto page = run(iotape_cmd("report " + trace + " --html " + dir.file("odd.html")));
+  INFO(page.output);
+  CHECK(page.exit_code == 0);
+  std::ifstream in(dir.file("odd.html"));
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(html.find("beyond 1048576 windows") != std::string::npos);
+}

@@ -172,7 +172,23 @@ void WindowMeter::close_before(size_t i) {
 }
 
 void WindowMeter::add(const format::Io& io, const v1::TraceHeader& header) {
-  if (origin_ == format::kNoTime) origin_ = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+  if (!beyond_.empty()) return;
+  if (origin_ == format::kNoTime) {
+    origin_ = io.issue_ns;  // the grid starts at the first IO, whatever the filter
+    int64_t reach;
+    if (__builtin_mul_overflow(kMaxWindows, length_ns_, &reach)) reach = INT64_MAX;
+    if (__builtin_sub_overflow(origin_, reach, &reach_lo_)) reach_lo_ = INT64_MIN;
+    if (__builtin_add_overflow(origin_, reach, &reach_hi_)) reach_hi_ = INT64_MAX;
+  }
+  const uint64_t index = ios_++;
+  // Beyond the grid an IO would add windows by the million (or overflow).
+  if (io.issue_ns < reach_lo_ || end_of(io) >= reach_hi_) {
+    const int64_t t = io.issue_ns < reach_lo_ ? io.issue_ns : end_of(io);
+    beyond_ = fmt::format(
+        "IO {} reaches {:.0f} s from the first IO's issue, beyond {} windows of {:.3f} s: give a longer --length",
+        index, (static_cast<double>(t) - static_cast<double>(origin_)) / 1e9, kMaxWindows, length_ns_ / 1e9);
+    return;
+  }
   last_end_ = std::max(last_end_,
                        end_of(io));  // and the trace ends at its last, whatever the filter
   if (!selected(io, filter_, header)) return;
@@ -196,6 +212,7 @@ void WindowMeter::add(const format::Io& io, const v1::TraceHeader& header) {
 }
 
 Activity WindowMeter::finish() {
+  if (!beyond_.empty()) throw format::UsageError(beyond_);
   close_before(SIZE_MAX);
   if (origin_ != format::kNoTime) result_.span_ns = last_end_ - origin_;
   auto load = [&](const WindowActivity& w) {

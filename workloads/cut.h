@@ -100,9 +100,13 @@ struct CutResult {
 // measures what measure_windows does. Memory: one record per window.
 class WindowMeter {
  public:
+  // The most windows measured: 2 years of 60 s windows, 64 MiB.
+  static constexpr int64_t kMaxWindows = 1 << 20;
   // Throws UsageError when length_ns is not positive.
   WindowMeter(IoFilter filter, int64_t length_ns, bool score_discards = false);
   void add(const format::Io& io, const v1::TraceHeader& header);
+  // Throws UsageError when an IO lay beyond kMaxWindows windows from the
+  // first (a long trace in short windows, or a made-up time), naming it.
   Activity finish();
 
  private:
@@ -113,6 +117,9 @@ class WindowMeter {
   Activity result_;
   int64_t origin_ = format::kNoTime;
   int64_t last_end_ = format::kNoTime;
+  int64_t reach_lo_ = 0, reach_hi_ = 0;  // times the grid reaches, from the first IO's issue
+  std::string beyond_;                   // the IO the grid did not reach, once met: measuring stops
+  uint64_t ios_ = 0;
   // Busy time of the windows an interval still reaches into; a window closes
   // once an IO is issued after its end, since no later IO can start in it.
   std::map<size_t, stats::BusyTime> open_;
