@@ -159,6 +159,10 @@ void Timeline::spread_hours(int64_t start, int64_t end) {
     if (cell_start >= end) break;
     const int64_t lo = std::max(start, cell_start), hi = std::min(end, cell_start + kHourNs);
     const auto day = static_cast<size_t>(h / 24);
+    if (day >= kMaxDays) {
+      hours_cut_ = true;
+      break;
+    }
     if (hours_.size() <= day) hours_.resize(day + 1, std::array<int64_t, 24>{});
     if (hi > lo) hours_[day][static_cast<size_t>(h % 24)] += hi - lo;
     last_hour_ = static_cast<size_t>(h);

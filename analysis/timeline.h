@@ -79,6 +79,11 @@ class Timeline {
   // Busy time per hour: row = day, column = hour of day (UTC with a wall
   // clock). Row 0 is the day of the origin.
   const std::vector<std::array<int64_t, 24>>& hours() const { return hours_; }
+  // The days the hours cover at most: a year (and a day, for the hours
+  // before the origin). Busy time after them is not in hours() (its grid
+  // would grow with the trace's span, not its IOs); hours_cut() says so.
+  static constexpr size_t kMaxDays = 367;
+  bool hours_cut() const { return hours_cut_; }
   bool wall_clock() const { return wall_clock_; }
   // Where row 0 starts: with a wall clock the Unix time of its midnight
   // (UTC), else 0 (the origin).
@@ -107,6 +112,7 @@ class Timeline {
   std::vector<Bin> bins_;
   LastBin last_;  // the bin index_of found last
   std::vector<std::array<int64_t, 24>> hours_;
+  bool hours_cut_ = false;
   // The hour cell spread_hours met last: hour last_hour_ from row 0's midnight,
   // [from, to); none at first.
   size_t last_hour_ = 0;

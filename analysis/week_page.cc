@@ -234,6 +234,11 @@ std::string heatmap_section(const WeekPage& p) {
            "<p class=\"note\" id=\"heatmap-chart\">No busy time to show by hour (no IO with a completion time)."
            "</p>\n</section>\n";
   s += html_figure("heatmap-chart", grid_chart_svg(g));
+  if (t.hours_cut())
+    s += fmt::format(
+        "<p class=\"note\" id=\"heatmap-cut\">The trace goes on after these {} days: its later hours are "
+        "not shown.</p>\n",
+        t.hours().size());
   size_t best_day = 0, best_hour = 0;
   for (size_t d = 0; d < t.hours().size(); ++d)
     for (size_t h = 0; h < 24; ++h)

@@ -149,6 +149,25 @@ TEST_CASE("timeline: with a wall clock, hours are UTC hours of the day from midn
   CHECK(t.first_day_unix_ns() == 1'699'920'000LL * kSec);  // 2023-11-14 00:00 UTC
 }
 
+TEST_CASE("timeline: hours of a year at most, whatever the trace's span") {
+  v1::TraceHeader header;
+  analysis::Timeline t(header);
+  t.set_origin(0);
+  // Busy from the first hour for 2 years: the hours stop after 367 days.
+  t.add(io_at(0, 2 * 365 * 24 * kHour), 2 * 365 * 24 * kHour);
+  t.add(io_at(2 * 365 * 24 * kHour + kHour, 2 * 365 * 24 * kHour + 2 * kHour), 2 * 365 * 24 * kHour + 2 * kHour);
+  t.finish();
+  CHECK(t.hours().size() == analysis::Timeline::kMaxDays);
+  CHECK(t.hours_cut());
+  CHECK(t.hours().back()[23] == kHour);
+  analysis::Timeline week(header);
+  week.set_origin(0);
+  week.add(io_at(0, 7 * 24 * kHour), 7 * 24 * kHour);
+  week.finish();
+  CHECK(week.hours().size() == 7);
+  CHECK_FALSE(week.hours_cut());
+}
+
 TEST_CASE("offset map: rows over the device's size, or over a range that doubles") {
   v1::TraceHeader header;
   auto* d = header.add_devices();
