@@ -11,14 +11,14 @@ void BusyTime::add(int64_t start, int64_t end) {
     seg_start_ = start;
     seg_end_ = end;
   } else if (start > seg_end_) {
-    closed_ns_ += seg_end_ - seg_start_;
+    closed_ns_ = plus_length(closed_ns_, seg_start_, seg_end_);
     seg_start_ = start;
     seg_end_ = end;
   } else if (start >= seg_start_ || end >= seg_start_) {
     seg_start_ = std::min(seg_start_, start);
     seg_end_ = std::max(seg_end_, end);
   } else {
-    closed_ns_ += end - start;  // late, and wholly before the open segment
+    closed_ns_ = plus_length(closed_ns_, start, end);  // late, and wholly before the open segment
   }
 }
 

@@ -16,9 +16,15 @@ namespace iotape::stats {
 class BusyTime {
  public:
   void add(int64_t start, int64_t end);
-  int64_t total_ns() const { return closed_ns_ + (open_ ? seg_end_ - seg_start_ : 0); }
+  int64_t total_ns() const { return open_ ? plus_length(closed_ns_, seg_start_, seg_end_) : closed_ns_; }
 
  private:
+  // sum + (end - start), for end >= start and sum >= 0, up to INT64_MAX:
+  // only a made-up trace's times come near it.
+  static int64_t plus_length(int64_t sum, int64_t start, int64_t end) {
+    const uint64_t length = static_cast<uint64_t>(end) - static_cast<uint64_t>(start);
+    return length >= static_cast<uint64_t>(INT64_MAX - sum) ? INT64_MAX : sum + static_cast<int64_t>(length);
+  }
   bool open_ = false;
   int64_t seg_start_ = 0;
   int64_t seg_end_ = 0;

@@ -327,6 +327,23 @@ TEST_CASE("per-process totals stay bounded and keep the heavy hitters") {
   CHECK(p.approximate());
 }
 
+TEST_CASE("busy time of intervals longer than 2^63 ns in all stops at the largest int64") {
+  stats::BusyTime b;
+  b.add(-(int64_t{1} << 62), int64_t{1} << 62);  // 2^63 ns: its length alone overflows an int64
+  CHECK(b.total_ns() == INT64_MAX);
+  stats::BusyTime late;
+  late.add(0, int64_t{1} << 62);
+  late.add(int64_t{1} << 62 | 1, (int64_t{1} << 62) + 10);  // closes the first: 2^62
+  late.add(-(int64_t{1} << 62), -(int64_t{1} << 61));       // late: counted on its own, 2^61
+  late.add(-(int64_t{1} << 62), -(int64_t{1} << 61));       // and again
+  CHECK(late.total_ns() == INT64_MAX);
+  stats::BusyTime small;
+  small.add(10, 20);
+  small.add(15, 30);
+  small.add(40, 45);
+  CHECK(small.total_ns() == 25);
+}
+
 TEST_CASE("a process's busy time is the union of its own IOs") {
   Processes p;
   p.add(io_of(format::Op::kRead, 0, 10, 0, 4096, 1, "a"), 10);
