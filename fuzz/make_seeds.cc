@@ -223,6 +223,24 @@ void trace(const std::string& path) {
   w.close();
 }
 
+// IO records as fuzz_report reads them: an hour of reads and writes on
+// three devices, a few in flight at once, one without a completion.
+std::string report_ios() {
+  std::string out;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t issue = int64_t{90'000'000'000} * i + 1'000'000;
+    put(out, issue);
+    put(out, uint32_t{2000});
+    put(out, i == 7 ? int64_t{-1} : issue + 150'000 + 40'000 * (i % 5));
+    put(out, uint64_t{4096} * static_cast<uint64_t>(i * 37 % 1000));
+    put(out, uint32_t{4096} << (i % 4));
+    put(out, static_cast<uint8_t>(i % 3 == 0));
+    put(out, static_cast<uint8_t>(i % 3));
+    put(out, static_cast<uint8_t>(i % 2));
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,6 +281,8 @@ int main(int argc, char** argv) {
   write(dir / "decompress" / "msr.bz2", bzip2(msr));
   write(dir / "decompress" / "msr.xz", xz(msr));
   write(dir / "decompress" / "msr.zst", iotape::format::frame::compress(msr, 3));
+
+  write(dir / "report" / "ios", report_ios());
 
   std::filesystem::create_directories(dir / "reader");
   const auto iot = dir / "reader" / "trace.iot";
