@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -13,17 +12,12 @@
 namespace iotape::stats {
 
 // Queue depth seen by each IO at its issue: the IOs outstanding then,
-// counting the IO itself. An IO is outstanding until its completion; one
-// completing at the very instant another is issued no longer counts, and IOs
-// without a completion time are counted at their issue but never
-// outstanding. IOs come in issue order; one issued before an IO already
-// seen (written late) sees the depth as of that IO's issue.
-//
-// While few are outstanding their completion times are kept as they come
-// and counted in one pass (a loop without branches, which a deep queue
-// completing out of order costs less than keeping them in order); in a
-// queue deeper than kDeep they are kept sorted, so that each IO moves past
-// only the completions since the last.
+// counting the IO itself. The completion times of the outstanding IOs are
+// kept sorted (bounded by the device's queue depth): most IOs complete after
+// most of those before them, so a new one goes near the end, and completions
+// leave from the front, cheaper than a heap's sifts. An IO completing at the
+// very instant another is issued no longer counts. IOs without a completion
+// time are counted at their issue but never outstanding.
 class QueueDepth {
  public:
   static constexpr std::array<std::string_view, 8> kBucketNames = {"1",    "2",     "3",     "4-5",
@@ -36,19 +30,10 @@ class QueueDepth {
   static int bucket_of(uint64_t qd);
 
  private:
-  static constexpr uint64_t kDeep = 64;
-  uint64_t outstanding_unsorted();
-  uint64_t outstanding_sorted();
-  void insert_sorted(int64_t complete_ns);
+  void insert(int64_t complete_ns);
 
-  std::vector<int64_t> completions_;  // [first_, end): of the IOs that may be outstanding
-  size_t first_ = 0;                  // sorted: those before it completed; unsorted: 0
-  bool sorted_ = false;
-  // Every time so far within 2^62 ns of the first issue, in [near_lo_,
-  // near_hi_]: counted unsorted, by a subtraction that cannot overflow.
-  bool near_ = true;
-  int64_t near_lo_ = 0, near_hi_ = 0;
-  int64_t now_ = std::numeric_limits<int64_t>::min();  // the latest issue seen
+  std::vector<int64_t> outstanding_;  // [first_, end): completion times, ascending
+  size_t first_ = 0;                  // those before it completed
   std::array<uint64_t, 8> buckets_{};
   uint64_t ios_ = 0;
   uint64_t sum_ = 0;
