@@ -380,6 +380,7 @@ CompareEntry load_entry(const std::string& path, const std::string& label) {
     format::TraceReader reader(path);
     ReportOptions ro;
     ro.by_phase = true;
+    ro.source = path;
     const Report r = analyse(reader, ro);
     OutputOptions oo{{path}};
     oo.by_phase = true;

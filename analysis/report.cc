@@ -31,10 +31,11 @@ class DeviceSelection {
 // overflow.
 class TimeRange {
  public:
-  explicit TimeRange(int64_t origin)
+  TimeRange(int64_t origin, const std::string& source)
       : lo_(origin < INT64_MIN + kSpan ? INT64_MIN : origin - kSpan),
         hi_(origin > INT64_MAX - kSpan ? INT64_MAX : origin + kSpan),
-        origin_(origin) {}
+        origin_(origin),
+        source_(source) {}
   // Throws InputError naming the IO at `position` when one of its times lies outside.
   void check(const format::Io& io, uint64_t position) const {
     if (inside(io.issue_ns) && (!io.has_queue() || inside(io.queue_ns)) &&
@@ -44,15 +45,16 @@ class TimeRange {
                       : io.has_queue() && !inside(io.queue_ns) ? io.queue_ns
                                                                : io.complete_ns;
     throw format::InputError(
-        fmt::format("IO {}: its time {} ns lies more than 146 years from the first IO's issue "
+        fmt::format("{}: IO {}: its time {} ns lies more than 146 years from the first IO's issue "
                     "({} ns): not the times of one recording",
-                    position, t, origin_));
+                    source_, position, t, origin_));
   }
 
  private:
   static constexpr int64_t kSpan = int64_t{1} << 62;
   bool inside(int64_t t) const { return t >= lo_ && t <= hi_; }
   int64_t lo_, hi_, origin_;
+  const std::string& source_;
 };
 
 }  // namespace
@@ -87,7 +89,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       // The window is relative to the trace's first IO, whatever the filter.
       origin_known = true;
       origin = batch.front().issue_ns;
-      range.emplace(origin);
+      range.emplace(origin, o.source);
       // A window from 0 keeps IOs issued before the first (late ones), as no window does.
       if (o.window.start_ns) lo = origin + o.window.start_ns;
       if (o.window.end_ns) hi = origin + *o.window.end_ns;

@@ -23,6 +23,7 @@ struct ReportOptions {
   size_t tracked_processes = 1024;     // bound of the per-process table (see Processes)
   bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
   bool include_self = false;           // also IOs flagged format::flag::kSelf (the recording's own)
+  std::string source;                  // the trace's file(s), as errors about its IOs name it
   // More accumulators in the same pass: `each_io` sees every IO read, before
   // the selection (with the header as it stands, for its device table; with
   // a window, chunks wholly outside it are not read);
@@ -69,7 +70,7 @@ double data_rate_MBps(uint64_t bytes, int64_t busy_ns);
 // device could be in it), naming the trace's span, and InputError at an IO
 // with a time more than 2^62 ns (146 years) from the first IO's issue (a
 // made-up or corrupt trace: no recording spans that, and the differences of
-// such times overflow), naming the IO.
+// such times overflow), naming options.source and the IO.
 Report analyse(format::TraceReader& reader, const ReportOptions& options = {});
 
 }  // namespace iotape::analysis

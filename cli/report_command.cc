@@ -129,13 +129,8 @@ void run_report(const ReportCommandOptions& o) {
   format::TraceReader reader(o.traces, {.decode_ahead = format::kToolDecodeAhead});
   std::optional<PageAccumulators> page;
   if (!o.html.empty()) page.emplace(o, reader).hook(ro, reader);
-  const analysis::Report r = [&] {
-    try {
-      return analysis::analyse(reader, ro);
-    } catch (const format::InputError& e) {
-      throw format::InputError(fmt::format("{}: {}", fmt::join(o.traces, " "), e.what()));
-    }
-  }();
+  ro.source = fmt::format("{}", fmt::join(o.traces, " "));
+  const analysis::Report r = analysis::analyse(reader, ro);
   if (page) write_page(o, r, reader, *page);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
   if (o.json) {
