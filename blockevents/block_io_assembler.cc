@@ -382,6 +382,9 @@ class BlockIoAssembler::Impl {
     return r;
   }
 
+  // The bytes of an issued request not completed yet.
+  static uint64_t left(const Request& r) { return r.bytes - r.completed; }
+
   static void set_op(Request& r, const TraceEvent& ev) {
     r.op = op_of(ev);
     r.flags = flags_of(ev.categories(), r.op);
@@ -458,7 +461,9 @@ class BlockIoAssembler::Impl {
   // TRIM are NCQ commands) requeues the one issued last.
   void requeue(const TraceEvent& ev, Key k) {
     const format::Op op = op_of(ev);
-    Request* r = in_flight_.first(k, [op](const Request& q) { return q.op == op; });
+    // Of two requests of the op in flight from one place, the one of the R's length.
+    Request* r = in_flight_.first(k, [&](const Request& q) { return q.op == op && left(q) == ev.bytes; });
+    if (!r) r = in_flight_.first(k, [op](const Request& q) { return q.op == op; });
     if (!r) return;
     Request back = in_flight_.take(k, r);
     back.issue_ns = format::kNoTime;
@@ -479,12 +484,15 @@ class BlockIoAssembler::Impl {
       if (empty_write) return q.bytes == 0 && (q.op != format::Op::kFlush || q.empty_preflush);
       return q.op != format::Op::kFlush;
     };
-    // A read and a discard may be in flight from the same sector: the C of
-    // the read is the read's (its bytes taken from the discard, they would
-    // have read as a partial completion of it). The same op first, then any
-    // request of the kind (a trace whose C events say less than its Ds).
+    // A read and a discard, or two writes, may be in flight from the same
+    // sector: the C of each is its own (its bytes taken from the other, they
+    // would have read as a partial completion of it, whose rest never
+    // comes). The same op with as many bytes left first, then the same op,
+    // then any request of the kind (a trace whose C events say less than
+    // its Ds).
     const format::Op op = op_of(ev);
-    Request* r = in_flight_.first(k, [&](const Request& q) { return of_kind(q) && q.op == op; });
+    Request* r = in_flight_.first(k, [&](const Request& q) { return of_kind(q) && q.op == op && left(q) == ev.bytes; });
+    if (!r) r = in_flight_.first(k, [&](const Request& q) { return of_kind(q) && q.op == op; });
     if (!r) r = in_flight_.first(k, of_kind);
     if (!r) {
       // A bio-based device (dm, md) completes bios it never issued as

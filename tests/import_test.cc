@@ -665,6 +665,46 @@ TEST_CASE("blktrace: a read and a discard in flight from one sector each complet
                           io(1600, 1700, 1800, 295248, 45056, format::Op::kWrite, format::flag::kSync, 137)});
 }
 
+TEST_CASE("blktrace: two writes in flight from one sector each complete as themselves", "[import][blktrace]") {
+  // As fio's random writes met on a SCSI drive: a 4 KiB and then a 64 KiB
+  // write from one sector in flight together, the later completing first.
+  // The 64 KiB write's C is not the 4 KiB one's, nor is the 4 KiB write's C a
+  // partial completion of the 64 KiB one (which would then wait for the
+  // rest forever and be written without a completion). Then the same with
+  // requeues: each R sends back the request of its length.
+  const uint32_t sda = blk::dev(8, 0);
+  const uint32_t W = blk::kWrite;
+  std::string cpu0;
+  auto e = [&](blk::Event ev) {
+    ev.cpu = 0;
+    blk::append(cpu0, ev);
+  };
+  e({.time = 1000, .sector = 2048, .bytes = 4096, .action = blk::Q | W, .pid = 200, .device = sda});
+  e({.time = 1100, .sector = 2048, .bytes = 4096, .action = blk::D | W, .pid = 200, .device = sda});
+  e({.time = 1200, .sector = 2048, .bytes = 65536, .action = blk::Q | W, .pid = 201, .device = sda});
+  e({.time = 1300, .sector = 2048, .bytes = 65536, .action = blk::D | W, .pid = 201, .device = sda});
+  e({.time = 1400, .sector = 2048, .bytes = 65536, .action = blk::C | W, .device = sda});
+  e({.time = 1500, .sector = 2048, .bytes = 4096, .action = blk::C | W, .device = sda});
+  e({.time = 2000, .sector = 4096, .bytes = 8192, .action = blk::Q | W, .pid = 200, .device = sda});
+  e({.time = 2100, .sector = 4096, .bytes = 8192, .action = blk::D | W, .pid = 200, .device = sda});
+  e({.time = 2200, .sector = 4096, .bytes = 16384, .action = blk::Q | W, .pid = 201, .device = sda});
+  e({.time = 2300, .sector = 4096, .bytes = 16384, .action = blk::D | W, .pid = 201, .device = sda});
+  e({.time = 2400, .sector = 4096, .bytes = 16384, .action = blk::R | W, .device = sda});
+  e({.time = 2500, .sector = 4096, .bytes = 16384, .action = blk::D | W, .pid = 201, .device = sda});
+  e({.time = 2600, .sector = 4096, .bytes = 8192, .action = blk::C | W, .device = sda});
+  e({.time = 2700, .sector = 4096, .bytes = 16384, .action = blk::C | W, .device = sda});
+  TempDir dir;
+  write_file(dir.file("t.blktrace.0"), cpu0);
+  auto got = import_and_read("blktrace", {dir.file("t.blktrace.0")}, dir.file("t.iot"));
+  auto io = [](int64_t q, int64_t i, int64_t c, uint64_t sector, uint64_t bytes, uint32_t pid) {
+    return event_row("8,0", q, i, c, sector, bytes, format::Op::kWrite, 0, pid, "", 0);
+  };
+  CHECK(got.report.skipped == 0);
+  CHECK(got.report.notes == std::vector<std::string>{"1 requeues (R): those requests were issued again"});
+  require_same(got.rows, {io(1000, 1100, 1500, 2048, 4096, 200), io(1200, 1300, 1400, 2048, 65536, 201),
+                          io(2000, 2100, 2600, 4096, 8192, 200), io(2200, 2500, 2700, 4096, 16384, 201)});
+}
+
 TEST_CASE("blktrace: a requeue at sector 0 sends back the request of its kind", "[import][blktrace]") {
   // As libata showed it on a SATA drive: a discard (TRIM, not NCQ) of sector
   // 0 issued while a flush request is in flight there is deferred and
