@@ -179,6 +179,10 @@ run() {
 	# bytes with the preflush flag (CSV: op, flags, offset, length).
 	out "$drive $backend empty_preflush_writes $(iotape cat --format csv /tmp/t.iot |
 		awk -F, '$5 == "write" && $6 ~ /F/ && $8 == 0' | wc -l)"
+	# IOs recorded without a completion (capture.uncompleted_ios), as CSV:
+	# what they were and when, for the verdict.
+	iotape cat --format csv /tmp/t.iot | awk -F, 'NR > 1 && $11 == ""' | head -n 5 |
+		while read -r l; do out "$drive $backend uncompleted_io $l"; done
 	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
 		out "$drive $backend report_json $(one_line /tmp/report.json)"
 	kernel_log "$drive" "$backend"

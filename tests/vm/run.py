@@ -474,7 +474,8 @@ def parse(lines):
         drive, backend, key = parts[1:4]
         value = parts[4] if len(parts) > 4 else ""
         run = runs.setdefault((drive, backend), {})
-        if key in ("record_log", "fio_log", "replay_log", "module", "module_failed", "hang", "kernel_log"):
+        if key in ("record_log", "fio_log", "replay_log", "module", "module_failed", "hang", "kernel_log",
+                   "uncompleted_io"):
             run.setdefault(key, []).append(value)
         else:
             run[key] = value
@@ -540,6 +541,7 @@ def judge(run):
     diffs = [f"{k} trace {trace[k]} stat {stat[k]}" for k in KEYS if trace[k] != stat[k]]
     diffs += [f"{k} trace {trace[k]} fio {fio[k]}" for k in fio if trace[k] != fio[k]]
     diffs += [f"{k} {v}" for k, v in losses.items() if v]
+    diffs += [f"IO without completion: {l}" for l in run.get("uncompleted_io", [])]
     if write_back and int(run.get("empty_preflush_writes", -1)) != f["syncs"]:
         diffs.append(f"empty preflush writes {run.get('empty_preflush_writes')}, fio fsyncs {f['syncs']}")
     if trace["reads"] + trace["writes"] == 0:
