@@ -112,6 +112,16 @@ bsrange=4k-64k
 blockalign=4k
 iodepth=4
 fsync=4
+
+# A small region at a deeper queue: requests from one sector in flight
+# together, completed out of order, each to be taken as itself.
+[crowded]
+rw=randrw
+offset=192M
+size=512k
+bsrange=4k-64k
+blockalign=4k
+iodepth=16
 EOF
 	# Trims only where the device takes them (fio fails otherwise).
 	if [ "$(cat /sys/block/$dev/queue/discard_max_bytes)" != 0 ]; then
