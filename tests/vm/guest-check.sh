@@ -114,11 +114,16 @@ iodepth=4
 fsync=4
 
 # A small region at a deeper queue: requests from one sector in flight
-# together, completed out of order, each to be taken as itself.
+# together, completed out of order, each to be taken as itself. 3,000 IOs,
+# not time-based: more would add to the emulated NVMe drive's stalls (see
+# kernel_log).
 [crowded]
 rw=randrw
 offset=192M
 size=512k
+io_size=1g
+number_ios=3000
+time_based=0
 bsrange=4k-64k
 blockalign=4k
 iodepth=16
