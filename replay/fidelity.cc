@@ -27,7 +27,9 @@ void Fidelity::add(const ReplayIo& io, const format::Io& replayed, int64_t issue
   if (replayed.has_complete() && !replayed.never_issued()) {
     replayed_intervals_.emplace_back(replayed.issue_ns, replayed.complete_ns);
     if (replayed_intervals_.size() == 2 * kBusyWindow) {
-      std::sort(replayed_intervals_.begin(), replayed_intervals_.end());
+      // On one ring they come in issue order: no sort then.
+      if (!std::is_sorted(replayed_intervals_.begin(), replayed_intervals_.end()))
+        std::sort(replayed_intervals_.begin(), replayed_intervals_.end());
       const auto half = replayed_intervals_.begin() + kBusyWindow;
       for (auto it = replayed_intervals_.begin(); it != half; ++it) replayed_busy_.add(it->first, it->second);
       replayed_intervals_.erase(replayed_intervals_.begin(), half);

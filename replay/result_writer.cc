@@ -145,27 +145,37 @@ void ResultWriter::encode() {
     // Per lane, the latest submission it handed over: its IOs still to come
     // were submitted later (INT64_MAX once it has closed its queue).
     std::vector<int64_t> submitted(queues_.size(), INT64_MIN);
+    std::vector<Pending> spare;  // pending's emptied buffers: a batch of results is some 400 KiB
     size_t lane = queues_.size() - 1;
     for (bool more = true; more;) {
       more = next_batch(lane, batch, submitted);
       ready.clear();
       if (more) {
         Pending& p = pending.emplace_back();
-        p.batch = std::move(batch);
-        for (const Slot& s : p.batch) p.results.push_back(result_io(s, device_ != nullptr));
-        if (!device_) {
-          ready = p.results;
-          p.joined = p.batch.size();
+        if (!spare.empty()) {
+          p = std::move(spare.back());
+          spare.pop_back();
         }
+        std::swap(p.batch, batch);
+        p.results.clear();
+        p.results.reserve(p.batch.size());
+        for (const Slot& s : p.batch) p.results.push_back(result_io(s, device_ != nullptr));
+        p.joined = device_ ? 0 : p.batch.size();
       }
       const int64_t through = more ? *std::min_element(submitted.begin(), submitted.end()) : INT64_MAX;
       if (device_) join_through(pending, through, ready);
       // Fidelity takes the IOs in the schedule's order, as they were dealt out.
       for (; !pending.empty() && pending.front().joined == pending.front().batch.size(); pending.pop_front()) {
-        const Pending& p = pending.front();
+        Pending& p = pending.front();
         for (size_t i = 0; i < p.batch.size(); ++i)
           fidelity_.add(p.batch[i].io, p.results[i], p.batch[i].issue_ns - start_, p.batch[i].ready_ns - start_,
                         p.batch[i].qd);
+        // The replayer's times are final as they come: the results are ready as they are.
+        if (!device_ && ready.empty())
+          std::swap(ready, p.results);
+        else if (!device_)
+          ready.insert(ready.end(), p.results.begin(), p.results.end());
+        spare.push_back(std::move(p));
       }
       // IOs still to come were submitted after `through`. The device issues
       // an IO after its submission, but may issue IOs in another order than
@@ -223,9 +233,17 @@ bool ResultWriter::next_batch(size_t& lane, std::vector<Slot>& batch, std::vecto
 // written in issue order up to `through`, past which IOs may still come.
 void ResultWriter::append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through) {
   const auto by_issue = [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; };
+  const auto after = [&](const format::Io& r) { return r.issue_ns > through; };
+  // Mostly nothing is held and the results are in order: written from where they are.
+  if (held.empty() && std::is_sorted(results.begin(), results.end(), by_issue)) {
+    const auto cut = std::find_if(results.begin(), results.end(), after);
+    for (auto it = results.begin(); it != cut; ++it) writer_.append(*it);
+    held.assign(cut, results.end());
+    return;
+  }
   held.insert(held.end(), results.begin(), results.end());
   if (!std::is_sorted(held.begin(), held.end(), by_issue)) std::stable_sort(held.begin(), held.end(), by_issue);
-  const auto cut = std::find_if(held.begin(), held.end(), [&](const format::Io& r) { return r.issue_ns > through; });
+  const auto cut = std::find_if(held.begin(), held.end(), after);
   for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
   held.erase(held.begin(), cut);
 }
