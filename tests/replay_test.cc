@@ -1117,6 +1117,8 @@ TEST_CASE(
   size_t wrong = 0, judged = 0;
   std::string bad;
   for (const auto& io : out) {
+    INFO("the " << (io.op == format::Op::kRead ? "read" : "discard") << " at " << io.offset << ", submitted at "
+                << io.queue_ns << " ns");
     REQUIRE(io.has_complete());
     const bool read = io.op == format::Op::kRead;
     const char own_op = read ? 'R' : 'D', other_op = read ? 'D' : 'R';
@@ -1138,9 +1140,11 @@ TEST_CASE(
   }
   INFO(wrong << " of " << out.size() << " IOs carry times that are not their own request's\n" << bad);
   CHECK(wrong == 0);
-  // Enough pairs whose two requests lie apart for the check to mean something.
+  // Enough pairs whose two requests lie apart for the check to mean
+  // something. How many do depends on the machine's load: of the 600 IOs,
+  // 34-154 in 21 runs on an idle machine, 198-250 with a VM running beside.
   INFO(judged << " of " << out.size() << " IOs' own and other requests lie more than " << kApart << " ns apart");
-  CHECK(judged >= out.size() / 6);
+  CHECK(judged >= 20);
   // No request served two IOs: the tracer's requests were not merged.
   format::TraceReader rr(result);
   CHECK(rr.metadata().at("replay.device_merged_ios") == "0");
