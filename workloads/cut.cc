@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "analysis/accumulators.h"
@@ -150,7 +148,7 @@ std::vector<v1::Phase> clipped_phases(const CutOptions& o, const std::vector<Cho
 }  // namespace
 
 WindowMeter::WindowMeter(IoFilter filter, int64_t length_ns, bool score_discards)
-    : filter_(std::move(filter)), length_ns_(length_ns) {
+    : filter_(std::move(filter)), self_only_(!filter_.device && !filter_.comm && !filter_.pid), length_ns_(length_ns) {
   if (length_ns <= 0) throw format::UsageError("the window length must be positive");
   result_.score_discards = score_discards;
 }
@@ -165,10 +163,19 @@ WindowActivity& WindowMeter::window(size_t i) {
 }
 
 void WindowMeter::close_before(size_t i) {
-  while (!open_.empty() && open_.begin()->first < i) {
-    window(open_.begin()->first).busy_ns = open_.begin()->second.total_ns();
-    open_.erase(open_.begin());
+  if (i <= open_first_) return;
+  const size_t closing = std::min(i - open_first_, open_.size());
+  for (size_t k = 0; k < closing; ++k) window(open_first_ + k).busy_ns = open_[k].total_ns();
+  open_.erase(open_.begin(), open_.begin() + static_cast<ptrdiff_t>(closing));
+  open_first_ = i;
+}
+
+size_t WindowMeter::window_of(int64_t t) {
+  if (t < at_lo_ || t - at_lo_ >= length_ns_) {
+    at_ = static_cast<size_t>(t / length_ns_);
+    at_lo_ = static_cast<int64_t>(at_) * length_ns_;
   }
+  return at_;
 }
 
 void WindowMeter::add(const format::Io& io, const v1::TraceHeader& header) {
@@ -191,23 +198,47 @@ void WindowMeter::add(const format::Io& io, const v1::TraceHeader& header) {
   }
   last_end_ = std::max(last_end_,
                        end_of(io));  // and the trace ends at its last, whatever the filter
-  if (!selected(io, filter_, header)) return;
+  if (self_only_ ? (io.flags & format::flag::kSelf) && !filter_.include_self : !selected(io, filter_, header)) return;
   result_.timed |= io.has_complete();
   const int64_t start = std::max(io.issue_ns - origin_, int64_t{0});  // late IOs count from the origin
   const int64_t end = end_of(io) - origin_;
-  const auto first = static_cast<size_t>(start / length_ns_);
-  close_before(first);
+  const size_t first = window_of(start);
+  if (first > open_first_) close_before(first);
   WindowActivity& w = window(first);
-  const bool no_data = io.op == format::Op::kDiscard || io.op == format::Op::kWriteZeroes;
-  if (io.op == format::Op::kDiscard) w.discard_bytes += io.length;
-  if (io.op == format::Op::kWriteZeroes) w.write_zeroes_bytes += io.length;
-  if (!no_data || result_.score_discards) w.bytes += io.length;
+  switch (io.op) {
+    case format::Op::kDiscard:
+      w.discard_bytes += io.length;
+      w.bytes += result_.score_discards ? io.length : 0;
+      break;
+    case format::Op::kWriteZeroes:
+      w.write_zeroes_bytes += io.length;
+      w.bytes += result_.score_discards ? io.length : 0;
+      break;
+    default:
+      w.bytes += io.length;
+  }
   ++w.ios;
+  if (end <= at_lo_ + length_ns_ && first >= open_first_) {
+    // Within the window it starts in, as most IOs are (a window is a minute).
+    if (end > start && !io.never_issued()) {
+      if (first - open_first_ >= open_.size()) open_.resize(first - open_first_ + 1);
+      open_[first - open_first_].add(start, end);
+    }
+    return;
+  }
   for (size_t i = first; static_cast<int64_t>(i) * length_ns_ < std::max(end, start + 1); ++i) {
     const int64_t lo = std::max(start, static_cast<int64_t>(i) * length_ns_);
     const int64_t hi = std::min(end, static_cast<int64_t>(i + 1) * length_ns_);
-    if (hi > lo && !io.never_issued()) open_[i].add(lo, hi);
     window(i);
+    if (hi <= lo || io.never_issued()) continue;
+    if (i < open_first_) {
+      // A late IO in a closed window: counted on its own, as BusyTime counts
+      // one before its open segment.
+      window(i).busy_ns += hi - lo;
+      continue;
+    }
+    if (i - open_first_ >= open_.size()) open_.resize(i - open_first_ + 1);
+    open_[i - open_first_].add(lo, hi);
   }
 }
 

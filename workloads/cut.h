@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,7 +111,9 @@ class WindowMeter {
  private:
   WindowActivity& window(size_t i);
   void close_before(size_t i);
+  size_t window_of(int64_t t);  // t >= 0, from the origin
   IoFilter filter_;
+  bool self_only_;  // the filter looks at the self flag only
   int64_t length_ns_;
   Activity result_;
   int64_t origin_ = format::kNoTime;
@@ -120,9 +121,15 @@ class WindowMeter {
   int64_t reach_lo_ = 0, reach_hi_ = 0;  // times the grid reaches, from the first IO's issue
   std::string beyond_;                   // the IO the grid did not reach, once met: measuring stops
   uint64_t ios_ = 0;
-  // Busy time of the windows an interval still reaches into; a window closes
-  // once an IO is issued after its end, since no later IO can start in it.
-  std::map<size_t, stats::BusyTime> open_;
+  // Busy time of the windows [open_first_, open_first_ + open_.size()) that
+  // an interval may still reach into; a window closes once an IO is issued
+  // after its end, as no later IO but a late one can start in it.
+  std::vector<stats::BusyTime> open_;
+  size_t open_first_ = 0;
+  // The window the last IO started in, [at_lo_, at_lo_ + length_ns_): most
+  // IOs start there, without a division.
+  size_t at_ = 0;
+  int64_t at_lo_ = 0;
 };
 
 // Pass 1: the activity of every window of `length_ns` from the first IO.
