@@ -94,6 +94,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       if (o.window.start_ns) lo = origin + o.window.start_ns;
       if (o.window.end_ns) hi = origin + *o.window.end_ns;
       r.series.set_origin(origin + o.window.start_ns);
+      if (o.at_origin) o.at_origin(origin);
     }
     // A batch that reaches the window's start shows the window is not past the trace's end.
     trace_end = std::max(trace_end, batch.back().issue_ns);
@@ -111,7 +112,6 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
       range->check(io, position + i);
-      if (o.each_io) o.each_io(io, reader.header());
       if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
       if ((io.flags & format::flag::kSelf) && !o.include_self) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;

@@ -24,11 +24,11 @@ struct ReportOptions {
   bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
   bool include_self = false;           // also IOs flagged format::flag::kSelf (the recording's own)
   std::string source;                  // the trace's file(s), as errors about its IOs name it
-  // More accumulators in the same pass: `each_io` sees every IO read, before
-  // the selection (with the header as it stands, for its device table; with
-  // a window, chunks wholly outside it are not read);
-  // `each_selected` the IOs the report counts, with their clipped end.
-  std::function<void(const format::Io&, const v1::TraceHeader&)> each_io;
+  // More accumulators in the same pass: `at_origin` learns the first IO's
+  // issue time (the origin of the window and of every series), before any IO
+  // is counted; `each_selected` sees the IOs the report counts, with their
+  // clipped end.
+  std::function<void(int64_t origin_ns)> at_origin;
   std::function<void(const format::Io&, int64_t end_ns)> each_selected;
 };
 

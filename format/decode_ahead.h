@@ -3,12 +3,14 @@
 // ReaderOptions::decode_ahead). `Item` is what one chunk becomes: default
 // constructible, filled again and again (its buffers are recycled).
 //
-// Threads: DecodeAhead runs `produce` on a thread of its own, between start()
-// and stop(), one call at a time and in order. Every other member is called by
-// one consumer thread. At most `depth` items are produced ahead of the one the
-// consumer holds, so memory is bounded by depth + 1 items whatever the
+// Threads: DecodeAhead runs `produce` (and `idle`, when every item is out) on
+// a thread of its own, between start() and stop(), one call at a time and in
+// order. Every other member is called by one consumer thread. The items are
+// depth + 1, produced ahead of the one the consumer holds and of those it
+// keeps (keep_held), so memory is bounded by depth + 1 items whatever the
 // trace's length. The item next() returns is the consumer's until its next
-// call to next() or stop(). The destructor stops the thread.
+// call to next() or stop(), or until it gives it back after keep_held().
+// The destructor stops the thread.
 #pragma once
 
 #include <algorithm>
@@ -30,8 +32,12 @@ class DecodeAhead {
   // the last (the end of the stream), after which it is not called again
   // until the next start().
   using Produce = std::function<bool(Item& out)>;
+  // Optional: work the thread does while every item is produced ahead, one
+  // piece per call; returns false when it has none, and the thread waits.
+  using Idle = std::function<bool()>;
 
-  DecodeAhead(unsigned depth, Produce produce) : produce_(std::move(produce)) {
+  DecodeAhead(unsigned depth, Produce produce, Idle idle = nullptr)
+      : produce_(std::move(produce)), idle_(std::move(idle)) {
     for (unsigned i = 0; i < std::max(depth, 1u) + 1; ++i) free_.push_back(std::make_unique<Item>());
   }
   ~DecodeAhead() { stop(); }
@@ -61,6 +67,20 @@ class DecodeAhead {
   // that work left in it is better done by the consumer than waited for.
   bool consumer_waiting() const { return waiting_.load(std::memory_order_relaxed); }
 
+  // The item next() returned last stays the consumer's past the next call to
+  // next(), until it gives it back (stop() does not take it back).
+  std::unique_ptr<Item> keep_held() {
+    std::lock_guard lock(mutex_);
+    return std::move(held_);
+  }
+  void give_back(std::unique_ptr<Item> item) {
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(std::move(item));
+    }
+    changed_.notify_all();
+  }
+
   // The next item in order, waiting for it. An exception thrown by produce is
   // rethrown here, and by every later call, once the items produced before it
   // were handed over.
@@ -84,10 +104,15 @@ class DecodeAhead {
   void run() {
     for (bool more = true; more;) {
       std::unique_ptr<Item> item;
-      {
+      for (bool idle_work = true; !item;) {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || !free_.empty(); });
+        if (!idle_work || !idle_) changed_.wait(lock, [&] { return stopping_ || !free_.empty(); });
         if (stopping_) return;
+        if (free_.empty()) {
+          lock.unlock();
+          idle_work = idle_();
+          continue;
+        }
         item = std::move(free_.front());
         free_.pop_front();
       }
@@ -108,6 +133,7 @@ class DecodeAhead {
   }
 
   const Produce produce_;
+  const Idle idle_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::unique_ptr<Item>> free_;   // for the producer to fill

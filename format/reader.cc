@@ -5,9 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <optional>
+#include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "format/chunk_codec.h"
@@ -506,8 +511,14 @@ class TraceReader::Impl {
 // for what never changes after opening (metadata, index).
 class TraceReader::Ahead {
  public:
-  Ahead(Impl& impl, unsigned depth)
-      : impl_(impl), header_(impl.header()), pipe_(depth, [this](Batch& b) { return produce(b); }) {
+  Ahead(Impl& impl, const ReaderOptions& o)
+      : impl_(impl),
+        header_(impl.header()),
+        stage_(o.each_batch),
+        stage_header_(impl.header()),
+        pipe_(
+            o.decode_ahead, [this](Batch& b) { return produce(b); },
+            o.each_batch ? DecodeAhead<Batch>::Idle([this] { return stage_on_thread(); }) : nullptr) {
     progress_ = impl_.progress();
     start();
   }
@@ -534,6 +545,7 @@ class TraceReader::Ahead {
 
   // As the serial reader would from where the caller stands.
   void seek_time(int64_t t) {
+    if (stage_) throw std::logic_error("TraceReader: seek_time with ReaderOptions::each_batch");
     stop();
     impl_.seek_time(t);
     for (int d = header_.devices_size(); d < impl_.header().devices_size(); ++d)
@@ -547,6 +559,13 @@ class TraceReader::Ahead {
   uint64_t late() const { return progress_.late; }
 
  private:
+  // Whether the stage ran on a part: claimed by the thread or the caller.
+  struct StageState {
+    enum : int { kWaiting, kRunning, kDone, kFailed };
+    std::atomic<int> v = kWaiting;
+    StageState() = default;
+    StageState(StageState&& o) noexcept : v(o.v.load(std::memory_order_relaxed)) {}
+  };
   // One chunk as the thread hands it over.
   struct Part {
     enum Kind {
@@ -565,6 +584,11 @@ class TraceReader::Ahead {
     uint32_t first_row = 0;  // rows before it were passed over (seek_time)
     std::vector<v1::Device> devices_added;
     Impl::Progress progress;
+    // The stage (ReaderOptions::each_batch):
+    uint64_t seq = 0;              // the part's place in its order
+    bool ready_for_stage = false;  // the thread decoded it and found it admissible
+    StageState stage;
+    std::exception_ptr stage_error;  // the stage threw on the reader's thread
   };
   // Chunks handed over together: each hand-over may wake the other thread,
   // and a long recording's chunks (10 s of issue time each) can be a few
@@ -577,6 +601,10 @@ class TraceReader::Ahead {
 
   void start() {
     devices_seen_ = static_cast<uint32_t>(header_.devices_size());
+    // The parts after those the caller took were dropped, none of them
+    // staged: they are read again.
+    taken_ = next_stage_.load(std::memory_order_relaxed);
+    unstaged_.clear();
     pipe_.start();
   }
   void stop() {
@@ -608,11 +636,109 @@ class TraceReader::Ahead {
     }
     // A caller that already waits opens the rest itself, while this thread reads on.
     for (size_t i = 0; i < b.used && !pipe_.consumer_waiting(); ++i) open(b.parts[i]);
+    if (stage_) {
+      for (size_t i = 0; i < b.used; ++i) {
+        Part& p = b.parts[i];
+        p.ready_for_stage =
+            p.decoded && (p.kind == Part::kAdmitted || p.kind == Part::kEnd || (p.kind == Part::kStored && p.checked));
+        unstaged_.emplace_back(p.seq, &p);
+      }
+      while (!pipe_.consumer_waiting() && stage_on_thread()) {
+      }
+    }
     return more;
   }
+
+  // The stage runs the parts in order of seq, each once, on either thread:
+  // next_stage_ is the seq of the part it runs next, and whoever claims that
+  // part (StageState kWaiting -> kRunning) runs it. The caller claims every
+  // part of a batch it leaves (leave_batch); the thread claims the parts it
+  // found ready, in the batches it holds or handed over, whenever it has time.
+
+  // On the thread: runs the stage on the next part if that is one it
+  // prepared and nobody claimed; false if not. A part the thread still knows
+  // of is alive: its batch returns to the thread only once staged.
+  bool stage_on_thread() {
+    const uint64_t next = next_stage_.load(std::memory_order_acquire);
+    while (!unstaged_.empty() && unstaged_.front().first < next) unstaged_.pop_front();
+    if (unstaged_.empty() || unstaged_.front().first != next) return false;
+    Part& p = *unstaged_.front().second;
+    int waiting = StageState::kWaiting;
+    if (!p.ready_for_stage || !p.stage.v.compare_exchange_strong(waiting, StageState::kRunning)) return false;
+    try {
+      run_stage(p);
+    } catch (...) {
+      p.stage_error = std::current_exception();  // the caller throws it when it reaches p
+      p.stage.v.store(StageState::kFailed, std::memory_order_release);
+      return false;
+    }
+    return true;
+  }
+  // On the thread that claimed p.
+  void run_stage(Part& p) {
+    if (p.kind == Part::kStored) {
+      admit_devices(p.chunk, stage_header_.mutable_devices());
+    } else if (p.kind == Part::kAdmitted || serial_) {
+      for (const auto& dev : p.devices_added) *stage_header_.add_devices() = dev;
+    }
+    if (p.kind != Part::kEnd && p.first_row < p.ios.size())
+      stage_(std::span<const Io>(p.ios).subspan(p.first_row), stage_header_);
+    p.stage.v.store(StageState::kDone, std::memory_order_release);
+    next_stage_.store(p.seq + 1, std::memory_order_release);
+  }
+  // The caller's side. It runs the stage on the parts of a batch it leaves
+  // that the thread has not claimed, in order; where the thread is running
+  // the stage on one, it keeps the batch (its IOs) and reads on, and gives
+  // it back to the pool once the thread is done, waiting only when it keeps
+  // more than kKeptBatches.
+  static constexpr size_t kKeptBatches = 2;
+  void leave_batch() {
+    if (!stage_ || !batch_) return;
+    kept_.push_back(pipe_.keep_held());
+    batch_ = nullptr;
+    give_back_staged(kept_.size() > kKeptBatches);
+  }
+  // Gives back the kept batches the stage is done with, in order; with
+  // `wait`, at least one.
+  void give_back_staged(bool wait) {
+    for (; !kept_.empty() && stage_parts(*kept_.front(), kept_.front()->used, wait); wait = false) {
+      pipe_.give_back(std::move(kept_.front()));
+      kept_.pop_front();
+    }
+  }
+  // Runs the stage on the parts [0, end) of `b` not run yet: true when it has
+  // run on all. Where the thread runs one, false, or with `wait` waits.
+  bool stage_parts(Batch& b, size_t end, bool wait) {
+    for (size_t i = 0; i < end; ++i) {
+      Part& p = b.parts[i];
+      for (int state = p.stage.v.load(std::memory_order_acquire); state != StageState::kDone;
+           state = p.stage.v.load(std::memory_order_acquire)) {
+        if (state == StageState::kFailed) std::rethrow_exception(p.stage_error);
+        if (state == StageState::kRunning) {
+          if (!wait) return false;
+          std::this_thread::yield();  // the thread runs it: a chunk's worth of work
+          continue;
+        }
+        if (p.stage.v.compare_exchange_strong(state, StageState::kRunning)) run_stage(p);
+      }
+    }
+    return true;
+  }
+  // Before the thread stops: the stage has run on the kept batches and on
+  // the parts [0, end) of the one the caller holds.
+  void finish_stage(size_t end) {
+    if (!stage_) return;
+    while (!kept_.empty()) give_back_staged(true);
+    if (batch_) stage_parts(*batch_, end, true);
+  }
+
   bool take(Part& p) {
     p.opened = p.checked = p.decoded = false;
     p.first_row = 0;
+    p.seq = taken_++;
+    p.ready_for_stage = false;
+    p.stage.v.store(StageState::kWaiting, std::memory_order_relaxed);
+    p.stage_error = nullptr;
     if (serial_ || impl_.has_leftover()) {
       const int known = impl_.header().devices_size();
       p.kind = impl_.take_chunk(&p.chunk, &p.first_row) ? Part::kAdmitted : Part::kEnd;
@@ -677,6 +803,7 @@ class TraceReader::Ahead {
 
   // From the frame at `file`, `at` on, the serial reader reads, as it reads damage.
   void read_serially_from(size_t file, uint64_t at) {
+    finish_stage(next_part_ - 1);  // the parts before the one the serial reader reads again
     stop();
     impl_.reposition(file, at);
     serial_ = true;
@@ -688,6 +815,7 @@ class TraceReader::Ahead {
     while (!part_ || row_ >= part_->ios.size()) {
       if (ended_) return false;
       if (!batch_ || next_part_ == batch_->used) {
+        leave_batch();
         batch_ = &pipe_.next();
         next_part_ = 0;
       }
@@ -713,7 +841,10 @@ class TraceReader::Ahead {
           }
           decode(p);
           ended_ = p.kind == Part::kEnd;
-          if (ended_) part_ = nullptr;
+          if (ended_) {
+            finish_stage(next_part_);
+            part_ = nullptr;
+          }
           break;
       }
     }
@@ -725,6 +856,15 @@ class TraceReader::Ahead {
   Impl::Progress progress_;  // as of the chunk handed out last
   bool serial_ = false;      // damage was met: the serial reader reads all
   uint32_t devices_seen_ = 0;  // the thread's: devices known as of the chunks it opened, at least
+  // The stage (ReaderOptions::each_batch) runs the parts in order of `seq`,
+  // each once, on the thread that finds it next: next_stage_ is the seq of
+  // the part it runs next, and only the stage's runner advances it.
+  const std::function<void(std::span<const Io>, const v1::TraceHeader&)> stage_;
+  v1::TraceHeader stage_header_;  // the stage's: devices as of the part it ran last
+  std::atomic<uint64_t> next_stage_ = 0;
+  uint64_t taken_ = 0;                               // the thread's: parts taken since start()
+  std::deque<std::pair<uint64_t, Part*>> unstaged_;  // the thread's: parts it took that may be unstaged, by seq
+  std::deque<std::unique_ptr<Batch>> kept_;          // the caller's: batches left, the stage not done with
   Batch* batch_ = nullptr;   // the caller's
   size_t next_part_ = 0;     // of batch_
   Part* part_ = nullptr;
@@ -736,7 +876,10 @@ class TraceReader::Ahead {
 
 TraceReader::TraceReader(std::vector<std::string> paths, ReaderOptions options)
     : impl_(std::make_unique<Impl>(std::move(paths), options)),
-      ahead_(options.decode_ahead ? std::make_unique<Ahead>(*impl_, options.decode_ahead) : nullptr) {}
+      ahead_(options.decode_ahead ? std::make_unique<Ahead>(*impl_, options) : nullptr) {
+  if (options.each_batch && !options.decode_ahead)
+    throw std::logic_error("TraceReader: ReaderOptions::each_batch needs decode_ahead");
+}
 TraceReader::TraceReader(const std::string& path, ReaderOptions options)
     : TraceReader(std::vector<std::string>{path}, options) {}
 TraceReader::~TraceReader() = default;

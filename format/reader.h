@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -55,6 +56,8 @@ struct TraceIndex {
   std::map<std::string, std::string> metadata;  // the keys its writer set after the first chunk
 };
 
+using ReaderStage = std::function<void(std::span<const Io> ios, const v1::TraceHeader& header)>;
+
 struct ReaderOptions {
   // After a damaged chunk, search for the next intact one instead of stopping.
   bool skip_damaged = false;
@@ -72,6 +75,18 @@ struct ReaderOptions {
   // batches. The thread ends with the reader; an error reading a file is
   // thrown in the caller's thread, in turn.
   unsigned decode_ahead = 0;
+  // A stage of the caller's work that sees every IO read, in order, a batch
+  // (one chunk's IOs) at a time, with the header as of that chunk. Requires
+  // decode_ahead: the reader's thread runs it when it has time, and the
+  // caller's thread what is left of a batch when it moves past it; never on
+  // two batches at once, so its state needs no lock, but on either thread:
+  // give it an allocation of its own, apart from what the caller's thread
+  // writes (it is written on another core). It runs up to decode_ahead
+  // batches before the caller sees them, or a few after; it has seen every
+  // IO when next_batch() returns the end. An exception it throws is thrown
+  // by a later call, at the latest the one that would return the end. With a
+  // stage, seek_time is a std::logic_error.
+  ReaderStage each_batch = nullptr;
 };
 // The decode_ahead of the tools that read whole traces (report, info, cut):
 // enough to keep a second core busy through the uneven cost of chunks.

@@ -84,17 +84,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     w.close();
   }
   try {
-    format::TraceReader reader(file.path(), {.decode_ahead = format::kToolDecodeAhead});
+    // As `iotape report --html` measures: cut's windows on the reader's thread.
+    workloads::WindowMeter meter({}, 60'000'000'000);
+    format::TraceReader reader(file.path(),
+                               {.decode_ahead = format::kToolDecodeAhead,
+                                .each_batch = [&](std::span<const format::Io> ios, const v1::TraceHeader& h) {
+                                  for (const format::Io& io : ios) meter.add(io, h);
+                                }});
     analysis::Timeline timeline(reader.header());
     analysis::OffsetMap offsets;
-    workloads::WindowMeter meter({}, 60'000'000'000);
     analysis::ReportOptions ro;
-    ro.each_io = [&](const format::Io& io, const v1::TraceHeader& h) {
-      if (!timeline.has_origin()) {
-        timeline.set_origin(io.issue_ns);
-        offsets.set_origin(io.issue_ns);
-      }
-      meter.add(io, h);
+    ro.at_origin = [&](int64_t origin_ns) {
+      timeline.set_origin(origin_ns);
+      offsets.set_origin(origin_ns);
     };
     ro.each_selected = [&](const format::Io& io, int64_t end_ns) {
       timeline.add(io, end_ns);

@@ -10,7 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <thread>
 
 #include "format/chunk_codec.h"
@@ -760,13 +763,38 @@ TEST_CASE("a full disk stops the writer with a clear error and a valid file") {
 
 namespace {
 
+// What a reader's stage (ReaderOptions::each_batch) saw, kept apart from the
+// test's thread: Catch's checks are made after reading, on this thread.
+struct StageLog {
+  std::vector<OwnedIo> ios;
+  bool devices_known = true;  // every IO's device was in the header it came with
+  // The IOs, their names pointing at their own copies.
+  const std::vector<OwnedIo>& owned() {
+    for (auto& o : ios) o.io.comm = o.comm;
+    return ios;
+  }
+  format::ReaderStage stage() {
+    return [this](std::span<const format::Io> batch, const v1::TraceHeader& h) {
+      for (const format::Io& io : batch) {
+        ios.push_back({io, std::string(io.comm)});
+        devices_known &= io.device < static_cast<uint32_t>(std::max(h.devices_size(), 1));
+      }
+    };
+  }
+};
+
 // Reads `paths` twice, serially and with decode_ahead, in the same mixed steps
 // (batches, single IOs, whole chunks, seeks), and requires the same IOs and
-// the same state (devices, losses, damage) after every step. Returns the IOs.
+// the same state (devices, losses, damage) after every step. Without seeks
+// the reader with decode_ahead has a stage, which must see the IOs it
+// returned, in order, each once. Returns the IOs.
 size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::ReaderOptions opt,
                                  const std::vector<int64_t>& seeks = {}) {
   format::TraceReader serial(paths, opt);
   opt.decode_ahead = 2;
+  auto log = std::make_unique<StageLog>();
+  if (seeks.empty()) opt.each_batch = log->stage();
+  std::vector<OwnedIo> returned;
   format::TraceReader ahead(paths, opt);
   auto same_state = [&] {
     REQUIRE(ahead.header().devices_size() == serial.header().devices_size());
@@ -792,6 +820,7 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
       REQUIRE(ahead.next(b) == more);
       if (!more) break;
       require_same(b, a);
+      returned.push_back({b, std::string(b.comm)});
       ++ios;
     } else if (step % 3 == 2) {
       const format::ChunkView a = serial.next_chunk(), b = ahead.next_chunk();
@@ -799,6 +828,9 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
       if (!a.chunk) break;
       REQUIRE(b.first_row == a.first_row);
       REQUIRE(b.chunk->SerializeAsString() == a.chunk->SerializeAsString());
+      std::vector<format::Io> rows;
+      format::decode_chunk(*b.chunk, &rows);
+      for (size_t i = b.first_row; i < rows.size(); ++i) returned.push_back({rows[i], std::string(rows[i].comm)});
       ios += a.chunk->count() - a.first_row;
     } else {
       const auto a = serial.next_batch();
@@ -807,11 +839,22 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
       REQUIRE(b.size() == rows.size());
       if (rows.empty()) break;
       for (size_t i = 0; i < rows.size(); ++i) require_same(b[i], rows[i]);
+      for (const format::Io& io : b) returned.push_back({io, std::string(io.comm)});
       ios += rows.size();
     }
     same_state();
   }
   same_state();
+  if (seeks.empty()) {
+    const auto& staged = log->owned();
+    REQUIRE(staged.size() == returned.size());
+    for (size_t i = 0; i < returned.size(); ++i) {
+      INFO("IO " << i);
+      returned[i].io.comm = returned[i].comm;
+      require_same(staged[i].io, returned[i].io);
+    }
+    CHECK(log->devices_known);
+  }
   return ios;
 }
 
@@ -873,6 +916,44 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
   }
 }
 
+TEST_CASE("a reader's stage sees every IO once, in order; its error reaches the caller; it asks for decode_ahead") {
+  TempDir dir;
+  const auto ios = random_ios(3000, 24);
+  write_trace(dir.file("t.iot"), ios, {.chunk_ios = 100});
+  // The caller slow, as a report is: the stage runs ahead on the reader's thread.
+  auto log = std::make_unique<StageLog>();
+  {
+    format::TraceReader r(dir.file("t.iot"), {.decode_ahead = 2, .each_batch = log->stage()});
+    size_t n = 0;
+    for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      n += b.size();
+    }
+    CHECK(n == ios.size());
+  }
+  const auto& staged_ios = log->owned();
+  REQUIRE(staged_ios.size() == ios.size());
+  for (size_t i = 0; i < ios.size(); ++i) require_same(staged_ios[i].io, ios[i].io);
+
+  // A stage that throws at its 5th batch: the caller gets the error before the end.
+  int batches = 0;
+  format::TraceReader r(dir.file("t.iot"),
+                        {.decode_ahead = 2, .each_batch = [&](std::span<const format::Io>, const v1::TraceHeader&) {
+                           if (++batches == 5) throw std::runtime_error("stage failed");
+                         }});
+  size_t read = 0;
+  const auto read_all_batches = [&] {
+    for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) read += b.size();
+  };
+  CHECK_THROWS_WITH(read_all_batches(), "stage failed");
+  CHECK(read >= 400);  // the batches before the one it failed at
+
+  const auto none = [](std::span<const format::Io>, const v1::TraceHeader&) {};
+  CHECK_THROWS_AS(format::TraceReader(dir.file("t.iot"), {.each_batch = none}), std::logic_error);
+  format::TraceReader staged(dir.file("t.iot"), {.decode_ahead = 2, .each_batch = none});
+  CHECK_THROWS_AS(staged.seek_time(ios[10].io.issue_ns), std::logic_error);
+}
+
 TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the producer's error after them") {
   std::atomic<int> made = 0;
   format::DecodeAhead<int> pipe(2, [&](int& out) {
@@ -892,6 +973,34 @@ TEST_CASE("DecodeAhead hands items over in order, at most depth ahead, and the p
   made = 3;
   pipe.start();
   CHECK(pipe.next() == 3);
+}
+
+TEST_CASE("DecodeAhead lets the consumer keep an item past next(), and works idle while every item is out") {
+  std::atomic<int> made = 0, idle_calls = 0;
+  std::atomic<bool> idle_work = true;
+  format::DecodeAhead<int> pipe(
+      1,
+      [&](int& out) {
+        out = made++;
+        return true;
+      },
+      [&] {
+        ++idle_calls;
+        return idle_work.exchange(false);  // one piece of work, then none
+      });
+  pipe.start();
+  int& first = pipe.next();
+  CHECK(first == 0);
+  auto kept = pipe.keep_held();
+  CHECK(pipe.next() == 1);
+  CHECK(*kept == 0);  // not produced into while kept
+  for (int i = 0; i < 500 && made < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(made == 2);        // every item out: one kept, one held
+  CHECK(idle_calls == 2);  // worked once, then found nothing and waited
+  pipe.give_back(std::move(kept));
+  CHECK(pipe.next() == 2);
+  pipe.stop();
 }
 
 TEST_CASE(
