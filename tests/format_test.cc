@@ -916,7 +916,7 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
   }
 }
 
-TEST_CASE("a reader's stage sees every IO once, in order; its error reaches the caller; it asks for decode_ahead") {
+TEST_CASE("a reader's stage sees every IO once and in order, its error reaches the caller, and it asks for decode_ahead") {
   TempDir dir;
   const auto ios = random_ios(3000, 24);
   write_trace(dir.file("t.iot"), ios, {.chunk_ios = 100});
