@@ -90,8 +90,21 @@ std::unique_ptr<observer::Backend> make_backend(const RecordOptions& o, const ob
   return make_blktrace_backend(bo);
 }
 
+// The devices as the trace header describes them. Read before the back end
+// attaches: reading a virtio-blk disk's serial sends the disk a request, which
+// would be the recording's own.
+std::vector<v1::Device> describe_devices(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices) {
+  std::vector<v1::Device> out;
+  for (const auto& d : devices) {
+    out.push_back(d.describe());
+    if (o.output.anonymize) out.back().clear_serial();
+  }
+  return out;
+}
+
 v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::BlockDevice>& devices,
-                            const observer::Backend& b, const std::string& backend) {
+                            const std::vector<v1::Device>& described, const observer::Backend& b,
+                            const std::string& backend) {
   v1::TraceHeader h;
   h.set_source(b.source());
   h.set_source_detail(b.detail());
@@ -103,12 +116,8 @@ v1::TraceHeader make_header(const RecordOptions& o, const std::vector<observer::
   h.set_anchor_trace_ns(clock_ns(CLOCK_BOOTTIME));
   h.set_anchor_unix_ns(clock_ns(CLOCK_REALTIME));
   std::string names;
-  for (const auto& d : devices) {
-    v1::Device dev = d.describe();
-    if (o.output.anonymize) dev.clear_serial();
-    *h.add_devices() = dev;
-    names += (names.empty() ? "" : ",") + d.name;
-  }
+  for (const auto& d : described) *h.add_devices() = d;
+  for (const auto& d : devices) names += (names.empty() ? "" : ",") + d.name;
   h.set_trace_id(random_id());
   auto& m = *h.mutable_metadata();
   m["capture.backend"] = backend;
@@ -192,6 +201,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   std::vector<std::string> notes;
   const std::vector<observer::BlockDevice> devices = select_devices(o.devices, notes);
   check_options(o);
+  const std::vector<v1::Device> described = describe_devices(o, devices);
   observer::BackendOptions bo{devices, o.pid, o.comm, o.buffer_bytes};
   bo.issue_complete_only = o.issue_complete_only;
   std::string chosen;
@@ -199,7 +209,7 @@ RecordResult record(const RecordOptions& o, const std::atomic<bool>& stop, const
   SelfTraffic self(devices, o.output.path);
   OutputOptions output = o.output;
   output.writer.on_sync = [&self](int64_t begin, int64_t end) { self.add_sync(begin, end); };
-  TraceOutput out(output, make_header(o, devices, *backend, chosen));
+  TraceOutput out(output, make_header(o, devices, described, *backend, chosen));
 
   announce(devices, *backend, out.paths().front(), std::move(notes), cb);
 
