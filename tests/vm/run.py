@@ -537,7 +537,9 @@ def judge(run):
     meta = info.get("metadata", {})
     losses = {"dropped_events": info.get("dropped_events", 0),
               "unmatched_completions": int(meta.get("capture.unmatched_completions", 0)),
-              "uncompleted_ios": int(meta.get("capture.uncompleted_ios", 0))}
+              "uncompleted_ios": int(meta.get("capture.uncompleted_ios", 0)),
+              # Left out as the recording's own: none of fio's may be.
+              "self_ios": int(meta.get("capture.self_ios", 0))}
     diffs = [f"{k} trace {trace[k]} stat {stat[k]}" for k in KEYS if trace[k] != stat[k]]
     diffs += [f"{k} trace {trace[k]} fio {fio[k]}" for k in fio if trace[k] != fio[k]]
     diffs += [f"{k} {v}" for k, v in losses.items() if v]
