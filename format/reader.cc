@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "format/chunk_codec.h"
+#include "format/chunk_wire.h"
 #include "format/decode_ahead.h"
 #include "format/error.h"
 #include "format/frame.h"
@@ -148,7 +149,8 @@ std::optional<Frame> read_frame(File& f, uint64_t off, std::string* why, std::st
 }
 
 bool parse_chunk(std::string_view payload, v1::Chunk* out, std::string* why) {
-  if (out->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return true;
+  if (parse_chunk_fast(payload, out) || out->ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+    return true;
   *why = "chunk does not parse";
   return false;
 }

@@ -16,7 +16,9 @@
 #include <string>
 
 #include "convert/export/exporter.h"
+#include "format/chunk_codec.h"
 #include "format/frame.h"
+#include "format/reader.h"
 #include "format/writer.h"
 #include "fuzz/frames_input.h"
 #include "tests/blktrace_records.h"
@@ -290,6 +292,12 @@ int main(int argc, char** argv) {
   std::ifstream in(iot, std::ios::binary);
   const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   write(dir / "reader" / "trace.frames", std::string(1, '\0') + iotape::fuzz::frames_from_file(bytes));
+  {
+    iotape::format::TraceReader reader(iot.string());
+    iotape::v1::Chunk chunk;
+    iotape::format::encode_chunk(reader.next_batch(), 0, &chunk);
+    write(dir / "chunk_wire" / "chunk", chunk.SerializeAsString());
+  }
   // The importers of other tools' formats read what iotape writes for them too.
   export_to(iot, "blkparse", dir / "blkparse" / "trace.txt");
   export_to(iot, "fio-iolog", dir / "fio_iolog" / "v3.log");

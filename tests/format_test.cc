@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "format/chunk_codec.h"
+#include "format/chunk_wire.h"
 #include "format/decode_ahead.h"
 #include "format/error.h"
 #include "format/frame.h"
@@ -156,6 +157,80 @@ std::vector<uint64_t> frame_offsets(const std::string& data) {
 }
 
 }  // namespace
+
+// What the fast chunk parser must do with any bytes: take them as protobuf
+// does, or leave them to protobuf. True when it took them.
+bool fast_parse_agrees(const std::string& wire) {
+  v1::Chunk fast, slow;
+  const bool by_protobuf = slow.ParseFromString(wire);
+  if (!format::parse_chunk_fast(wire, &fast)) return false;
+  REQUIRE(by_protobuf);
+  REQUIRE(fast.SerializeAsString() == slow.SerializeAsString());
+  return true;
+}
+
+TEST_CASE("the fast chunk parser makes what protobuf makes of a writer's chunks, and leaves other bytes to it") {
+  SECTION("chunks of random IOs, of every size up to two 64-byte blocks of a column and beyond") {
+    for (size_t n : {1, 2, 7, 8, 9, 63, 64, 65, 71, 72, 73, 128, 1000, 16384}) {
+      const auto ios = random_ios(n, static_cast<uint32_t>(n));
+      std::vector<format::Io> rows;
+      for (const auto& o : ios) rows.push_back(o.io);
+      v1::Chunk c;
+      format::encode_chunk(rows, 5, &c);
+      c.set_dropped_events(3);
+      c.set_late_ios(1ull << 40);
+      INFO(n << " IOs");
+      CHECK(fast_parse_agrees(c.SerializeAsString()));
+    }
+  }
+  SECTION("varints of every length from 1 to 10 bytes, starting at every place in a block") {
+    std::mt19937_64 rng(7);
+    v1::Chunk c;
+    for (int i = 0; i < 5000; ++i) {
+      const int bits = static_cast<int>(rng() % 65);  // 0..64 significant bits: 1..10 bytes
+      const uint64_t v = bits == 0 ? 0 : (rng() | (1ull << (bits - 1))) >> (64 - bits);
+      c.add_queue_to_issue(v);
+      c.add_issue_delta(static_cast<int64_t>(v));
+      c.add_device(static_cast<uint32_t>(v));
+      c.add_status(static_cast<int32_t>(v));
+      c.add_pid_delta(-static_cast<int64_t>(v));
+    }
+    c.set_count(5000);
+    c.set_base_issue_ns(-1);
+    c.add_comm_table(std::string("\xff\0x", 3));
+    c.add_comm_table("");
+    c.set_devices_added_base(2);
+    c.add_devices_added()->set_name("nvme0n1");
+    c.add_devices_added()->set_size_bytes(UINT64_MAX);
+    const std::string wire = c.SerializeAsString();
+    CHECK(fast_parse_agrees(wire));
+    // Every cut of it: a cut at a field's end is a chunk protobuf takes too.
+    size_t taken = 0;
+    for (size_t len = 0; len < wire.size(); len += 1 + len / 64) taken += fast_parse_agrees(wire.substr(0, len));
+    CHECK(taken > 0);
+  }
+  SECTION("bytes it leaves to protobuf") {
+    v1::Chunk c;
+    c.set_count(2);
+    c.add_op(1);
+    c.add_op(2);
+    const std::string wire = c.SerializeAsString();
+    v1::Chunk out;
+    // A field of a later version (50, a varint): protobuf keeps it as unknown.
+    CHECK_FALSE(format::parse_chunk_fast(wire + std::string("\x90\x03\x01", 3), &out));
+    // op sent unpacked (field 14, wire type 0), as proto2 writers do.
+    CHECK_FALSE(format::parse_chunk_fast(wire + std::string("\x70\x01", 2), &out));
+    // A varint of 11 bytes, and a column whose last varint runs past its end.
+    CHECK_FALSE(format::parse_chunk_fast(std::string("\x08") + std::string(10, '\x80') + "\x01", &out));
+    CHECK_FALSE(format::parse_chunk_fast(std::string("\x72\x02\x01\x80", 4), &out));
+    // A length past the end, and a group (wire type 3).
+    CHECK_FALSE(format::parse_chunk_fast(std::string("\x72\x05\x01", 3), &out));
+    CHECK_FALSE(format::parse_chunk_fast(std::string("\x0b\x0c", 2), &out));
+    // The reader still reads what protobuf takes.
+    CHECK(out.ParseFromString(wire + std::string("\x70\x01", 2)));
+    CHECK(out.op_size() == 3);
+  }
+}
 
 TEST_CASE("every field of every IO round-trips across chunks") {
   TempDir dir;
