@@ -13,20 +13,6 @@ namespace iotape::analysis {
 namespace {
 
 // Which device indexes the filter keeps; grows as the trace adds devices.
-class DeviceSelection {
- public:
-  explicit DeviceSelection(const std::optional<format::DeviceFilter>& only) : only_(only) {}
-  void update(const v1::TraceHeader& h) {
-    for (int d = static_cast<int>(keep_.size()); d < h.devices_size(); ++d)
-      keep_.push_back(!only_ || (h.devices(d).major() == only_->major && h.devices(d).minor() == only_->minor));
-  }
-  bool keeps(uint32_t device) const { return device < keep_.size() ? keep_[device] : !only_; }
-
- private:
-  std::optional<format::DeviceFilter> only_;
-  std::vector<bool> keep_;
-};
-
 // Times within 2^62 ns of the first IO's issue: their differences cannot
 // overflow.
 class TimeRange {
@@ -69,13 +55,24 @@ stats::LogLinearHistogram Report::data_latency() const {
   return h;
 }
 
+IoSelection::IoSelection(const ReportOptions& o) : window_(o.window), only_(o.device), include_self_(o.include_self) {}
+
+void IoSelection::set_origin(int64_t origin_ns) {
+  // A window from 0 keeps IOs issued before the first (late ones), as no window does.
+  lo_ = window_.start_ns ? origin_ns + window_.start_ns : std::numeric_limits<int64_t>::min();
+  hi_ = window_.end_ns ? origin_ns + *window_.end_ns : std::numeric_limits<int64_t>::max();
+}
+
+void IoSelection::update(const v1::TraceHeader& h) {
+  for (int d = static_cast<int>(keep_.size()); d < h.devices_size(); ++d)
+    keep_.push_back(!only_ || (h.devices(d).major() == only_->major && h.devices(d).minor() == only_->minor));
+}
+
 Report analyse(format::TraceReader& reader, const ReportOptions& o) {
   Report r(o.series_points, o.tracked_processes);
   stats::BusyTime busy, read_busy, write_busy;
-  DeviceSelection selection(o.device);
+  IoSelection selection(o);
   std::vector<bool> device_used;
-  int64_t lo = std::numeric_limits<int64_t>::min();
-  int64_t hi = std::numeric_limits<int64_t>::max();
   bool origin_known = false;
   int64_t origin = 0;
   int64_t trace_end = format::kNoTime;  // latest end of an IO before the window, or a later issue
@@ -90,14 +87,13 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       origin_known = true;
       origin = batch.front().issue_ns;
       range.emplace(origin, o.source);
-      // A window from 0 keeps IOs issued before the first (late ones), as no window does.
-      if (o.window.start_ns) lo = origin + o.window.start_ns;
-      if (o.window.end_ns) hi = origin + *o.window.end_ns;
+      selection.set_origin(origin);
       r.series.set_origin(origin + o.window.start_ns);
       if (o.at_origin) o.at_origin(origin);
     }
     // A batch that reaches the window's start shows the window is not past the trace's end.
     trace_end = std::max(trace_end, batch.back().issue_ns);
+    const int64_t lo = selection.lo(), hi = selection.hi();
     if (batch.front().issue_ns >= hi) break;
     if (batch.back().issue_ns < lo) {
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -112,8 +108,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     for (size_t i = 0; i < batch.size(); ++i) {
       const format::Io& io = batch[i];
       range->check(io, position + i);
-      if (io.issue_ns < lo || io.issue_ns >= hi || !selection.keeps(io.device)) continue;
-      if ((io.flags & format::flag::kSelf) && !o.include_self) continue;
+      if (!selection.keeps(io)) continue;
       const int64_t end = io.has_complete() ? std::min(std::max(io.complete_ns, io.issue_ns), hi) : io.issue_ns;
       r.add(io, end);
       if (phases) phases->add(io, position + i, end);
@@ -141,7 +136,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
     }
   }
   // A window wholly after the trace would report zeros as if measured.
-  if (origin_known && r.ios == 0 && o.window.start_ns > 0 && trace_end < lo)
+  if (origin_known && r.ios == 0 && o.window.start_ns > 0 && trace_end < selection.lo())
     throw format::UsageError(fmt::format(
         "--window starts at {:.3f} s, after the trace's last IO: the trace spans 0..{:.3f} s from its first IO",
         o.window.start_ns / 1e9, (trace_end - origin) / 1e9));

@@ -5,9 +5,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/accumulators.h"
 #include "format/reader.h"
@@ -30,6 +32,34 @@ struct ReportOptions {
   // clipped end.
   std::function<void(int64_t origin_ns)> at_origin;
   std::function<void(const format::Io&, int64_t end_ns)> each_selected;
+};
+
+// The IOs a report counts: issued within the options' window (which counts
+// from the trace's first IO, whatever the filter), on the selected device,
+// and not the recording's own unless included. analyse() selects with it, and
+// so can accumulators that see the trace's IOs elsewhere (the week page's, on
+// the reading thread) to count the same ones.
+class IoSelection {
+ public:
+  explicit IoSelection(const ReportOptions& o);
+  // The trace's first IO's issue time; no IO is kept before it is known.
+  void set_origin(int64_t origin_ns);
+  // Learns the devices the header has added since the last call.
+  void update(const v1::TraceHeader& header);
+  // IOs issued in [lo, hi) are in the window.
+  int64_t lo() const { return lo_; }
+  int64_t hi() const { return hi_; }
+  bool keeps(const format::Io& io) const {
+    return io.issue_ns >= lo_ && io.issue_ns < hi_ && (io.device < keep_.size() ? keep_[io.device] : !only_) &&
+           (include_self_ || !(io.flags & format::flag::kSelf));
+  }
+
+ private:
+  units::Window window_;
+  std::optional<format::DeviceFilter> only_;
+  bool include_self_;
+  std::vector<bool> keep_;  // by device index
+  int64_t lo_ = std::numeric_limits<int64_t>::max(), hi_ = std::numeric_limits<int64_t>::min();
 };
 
 // The totals are of the selected IOs; their ends are clipped to the window.

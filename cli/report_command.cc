@@ -43,13 +43,16 @@ std::string shell_word(const std::string& w) {
   return q + "'";
 }
 
-// The window grid of `iotape cut --heavy/--light` (its defaults: 60 s
-// windows, one each) over every IO, as cut measures it, for the week page:
-// measured on the reader's thread (ReaderOptions::each_batch), which has time
-// while this one counts, in an allocation of its own as that thread writes it.
-struct alignas(64) CutWindows {
+// The week page's accumulators that run as the reader's stage
+// (ReaderOptions::each_batch), on the reading thread when it has time while
+// this one counts: the window grid of `iotape cut --heavy/--light` (its
+// defaults: 60 s windows, one each) over every IO, as cut measures it, and
+// the offset map of the IOs the report counts. In an allocation of its own,
+// as the other thread writes it.
+struct alignas(64) StagedAccumulators {
   static constexpr int64_t kLength = 60'000'000'000;
-  explicit CutWindows(const ReportCommandOptions& o) : meter(filter(o), kLength) {}
+  StagedAccumulators(const ReportCommandOptions& o, const analysis::ReportOptions& ro)
+      : meter(filter(o), kLength), selection(ro) {}
   static workloads::IoFilter filter(const ReportCommandOptions& o) {
     workloads::IoFilter f;
     if (!o.device.empty()) f.device = format::parse_device_filter(o.device);
@@ -58,28 +61,34 @@ struct alignas(64) CutWindows {
   }
   auto stage() {
     return [this](std::span<const format::Io> ios, const v1::TraceHeader& h) {
-      for (const format::Io& io : ios) meter.add(io, h);
+      if (ios.empty()) return;
+      if (!origin_known) {
+        origin_known = true;
+        selection.set_origin(ios.front().issue_ns);
+        offsets.set_origin(ios.front().issue_ns);
+      }
+      selection.update(h);
+      for (const format::Io& io : ios) {
+        meter.add(io, h);
+        if (selection.keeps(io)) offsets.add(io, h);
+      }
     };
   }
   workloads::WindowMeter meter;
+  analysis::IoSelection selection;
+  analysis::OffsetMap offsets;
+  bool origin_known = false;
 };
 
-// The week page's other accumulators, fed by the report's own pass with the
-// IOs it counts.
+// The week page's accumulators on the analysing thread, fed by the report's
+// own pass with the IOs it counts.
 struct PageAccumulators {
   explicit PageAccumulators(const format::TraceReader& reader) : timeline(reader.header()) {}
-  void hook(analysis::ReportOptions& ro, const format::TraceReader& reader) {
-    ro.at_origin = [this](int64_t origin_ns) {
-      timeline.set_origin(origin_ns);
-      offsets.set_origin(origin_ns);
-    };
-    ro.each_selected = [this, &reader](const format::Io& io, int64_t end_ns) {
-      timeline.add(io, end_ns);
-      offsets.add(io, reader.header());
-    };
+  void hook(analysis::ReportOptions& ro) {
+    ro.at_origin = [this](int64_t origin_ns) { timeline.set_origin(origin_ns); };
+    ro.each_selected = [this](const format::Io& io, int64_t end_ns) { timeline.add(io, end_ns); };
   }
   analysis::Timeline timeline;
-  analysis::OffsetMap offsets;
 };
 
 // The windows cut --heavy and --light take, each with its command line.
@@ -107,7 +116,7 @@ std::vector<analysis::MarkedWindow> cut_windows(const ReportCommandOptions& o, c
 }
 
 void write_page(const ReportCommandOptions& o, const analysis::Report& r, const format::TraceReader& reader,
-                PageAccumulators& acc, CutWindows& windows) {
+                PageAccumulators& acc, StagedAccumulators& staged) {
   acc.timeline.finish();
   analysis::WeekPage page;
   page.traces = o.traces;
@@ -116,10 +125,10 @@ void write_page(const ReportCommandOptions& o, const analysis::Report& r, const 
   const auto json = analysis::report_json(r, reader.header(), {o.traces, true, o.top, false});
   page.json = &json;
   page.timeline = &acc.timeline;
-  page.offsets = &acc.offsets;
+  page.offsets = &staged.offsets;
   page.end_keys = capture_end_keys(o.traces, reader);
   try {
-    page.windows = cut_windows(o, windows.meter.finish(), page.windows_note);
+    page.windows = cut_windows(o, staged.meter.finish(), page.windows_note);
   } catch (const format::UsageError& e) {
     page.windows_note = e.what();  // no windows to mark: the page says why
   }
@@ -135,18 +144,18 @@ void run_report(const ReportCommandOptions& o) {
   if (!o.window.empty()) ro.window = units::parse_window(o.window, "--window");
   ro.by_phase = o.by == "phase";
   ro.include_self = o.include_self;
-  std::unique_ptr<CutWindows> windows;
-  if (!o.html.empty()) windows = std::make_unique<CutWindows>(o);
+  std::unique_ptr<StagedAccumulators> staged;
+  if (!o.html.empty()) staged = std::make_unique<StagedAccumulators>(o, ro);
   // With the page, fewer batches ahead: the reading thread does more per
   // batch, and the rows it decoded are still in cache when they are read
   // (10M IOs of storage-heavy: 0.68-0.71 s against 0.71-0.77 s with 4).
-  format::TraceReader reader(o.traces, {.decode_ahead = windows ? 2u : format::kToolDecodeAhead,
-                                        .each_batch = windows ? windows->stage() : format::ReaderStage()});
+  format::TraceReader reader(o.traces, {.decode_ahead = staged ? 2u : format::kToolDecodeAhead,
+                                        .each_batch = staged ? staged->stage() : format::ReaderStage()});
   std::optional<PageAccumulators> page;
-  if (windows) page.emplace(reader).hook(ro, reader);
+  if (staged) page.emplace(reader).hook(ro);
   ro.source = fmt::format("{}", fmt::join(o.traces, " "));
   const analysis::Report r = analysis::analyse(reader, ro);
-  if (page) write_page(o, r, reader, *page, *windows);
+  if (page) write_page(o, r, reader, *page, *staged);
   const analysis::OutputOptions out{o.traces, o.by == "process", o.top, ro.by_phase};
   if (o.json) {
     // Process names need not be UTF-8: replace what JSON cannot hold.
