@@ -229,6 +229,22 @@ TEST_CASE("report on a hand-made trace") {
     CHECK(r.sizes.buckets() == std::array<uint64_t, 8>{1, 2, 1, 0, 0, 0, 1, 1});
     CHECK(SizeMix::bucket_of(6 * 1024) == 1);    // between 4K and 8K: the lower
     CHECK(SizeMix::bucket_of(100 * 1024) == 5);  // between 64K and 128K: the lower
+    CHECK(SizeMix::bucket_of(4095) == 0);
+    CHECK(SizeMix::bucket_of(128 * 1024) == 6);
+    CHECK(SizeMix::bucket_of(128 * 1024 + 1) == 7);
+    CHECK(SizeMix::bucket_of(UINT64_MAX) == 7);
+    // Queue-depth buckets by their names: 1, 2, 3, 4-5, 6-10, 11-20, 21-32, >32.
+    for (uint64_t depth : {1, 2, 3, 4, 5, 6, 10, 11, 20, 21, 32, 33, 1000}) {
+      const int b = stats::QueueDepth::bucket_of(depth);
+      const std::string_view name = stats::QueueDepth::kBucketNames[static_cast<size_t>(b)];
+      const auto dash = name.find('-');
+      const uint64_t lo = name[0] == '>' ? 33 : std::stoull(std::string(name.substr(0, dash)));
+      const uint64_t hi = name[0] == '>'                   ? UINT64_MAX
+                          : dash == std::string_view::npos ? lo
+                                                           : std::stoull(std::string(name.substr(dash + 1)));
+      INFO("depth " << depth << " in bucket " << name);
+      CHECK((depth >= lo && depth <= hi));
+    }
     // Sequential: C follows A, F follows B.
     CHECK(r.sequential.ios() == 6);
     CHECK(r.sequential.sequential() == 2);
