@@ -12,7 +12,6 @@ namespace iotape::analysis {
 
 namespace {
 
-// Which device indexes the filter keeps; grows as the trace adds devices.
 // Times within 2^62 ns of the first IO's issue: their differences cannot
 // overflow.
 class TimeRange {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "format/chunk_codec.h"
+
 namespace iotape::format {
 namespace {
 
@@ -106,7 +108,7 @@ bool append_packed(Bytes p, Bytes end, google::protobuf::RepeatedField<T>* f, Co
 // that append_packed inlines them).
 constexpr auto as_uint64 = [](uint64_t v) { return v; };
 constexpr auto as_uint32 = [](uint64_t v) { return static_cast<uint32_t>(v); };
-constexpr auto as_sint64 = [](uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); };
+constexpr auto as_sint64 = [](uint64_t v) { return codec::unzigzag(v); };
 constexpr auto as_sint32 = [](uint64_t v) {
   const auto u = static_cast<uint32_t>(v);
   return static_cast<int32_t>(u >> 1) ^ -static_cast<int32_t>(u & 1);
