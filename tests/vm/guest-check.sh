@@ -98,6 +98,8 @@ fio_job() {
 	cat <<EOF
 [global]
 filename=/dev/$dev
+write_lat_log=/tmp/fiolat
+log_offset=1
 direct=1
 ioengine=io_uring
 time_based
@@ -153,7 +155,7 @@ run() {
 	drive=$1 backend=$2 dev=$3
 	say "$drive ($dev) with --backend $backend"
 	kernel_log_start
-	rm -f /tmp/t.iot /tmp/record.log /tmp/fio.json /tmp/fio.log /tmp/info.json
+	rm -f /tmp/t.iot /tmp/record.log /tmp/fio.json /tmp/fio.log /tmp/info.json /tmp/fiolat_*.log
 	out "$drive $backend device $dev"
 	flag=$backend
 	if [ "$backend" = auto-nobtf ]; then
@@ -198,6 +200,14 @@ run() {
 	# what they were and when, for the verdict.
 	iotape cat --format csv /tmp/t.iot | awk -F, 'NR > 1 && $11 == ""' | head -n 5 |
 		while read -r l; do out "$drive $backend uncompleted_io $l"; done
+	# fio's IOs (its completion log: op, offset, length) the trace lacks, and
+	# the trace's fio lacks: what a verdict that is not exact names.
+	cat /tmp/fiolat_clat.*.log | awk -F', *' '$3 <= 2 {print ($3 == 0 ? "read" : $3 == 1 ? "write" : "discard"), $5, $4}' |
+		sort >/tmp/fio.ios
+	iotape cat --format csv /tmp/t.iot | awk -F, 'NR > 1 && $8 > 0 {print $5, $7, $8}' | sort >/tmp/trace.ios
+	diff /tmp/fio.ios /tmp/trace.ios | grep '^[-+][a-z]' | head -n 8 |
+		while read -r l; do out "$drive $backend io_diff $l"; done
+	rm -f /tmp/fiolat_*.log /tmp/fio.ios /tmp/trace.ios
 	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
 		out "$drive $backend report_json $(one_line /tmp/report.json)"
 	kernel_log "$drive" "$backend"
