@@ -602,12 +602,14 @@ def judge_without_btf(run):
     v = judge(run)
     if v["result"] == "failed":
         return v
-    diffs = [v["detail"]] if v["detail"] else []
+    # The capture's own verdict (exact, counted or mismatch) stands unless the refusal or the choice is wrong.
+    wrong = []
     if run.get("ebpf_rc") in (None, "0") or "--backend blktrace" not in run.get("ebpf_error", ""):
-        diffs.append(f"--backend ebpf: exit {run.get('ebpf_rc')}, {run.get('ebpf_error', 'no error')!r}")
+        wrong.append(f"--backend ebpf: exit {run.get('ebpf_rc')}, {run.get('ebpf_error', 'no error')!r}")
     if not v.get("source_detail", "").startswith("blktrace"):
-        diffs.append(f"auto chose {v.get('source_detail') or 'nothing'}")
-    v.update(result="mismatch" if diffs else "exact", detail="; ".join(diffs))
+        wrong.append(f"auto chose {v.get('source_detail') or 'nothing'}")
+    if wrong:
+        v.update(result="mismatch", detail="; ".join(([v["detail"]] if v["detail"] else []) + wrong))
     return v
 
 
