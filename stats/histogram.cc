@@ -27,7 +27,7 @@ void LogLinearHistogram::merge(const LogLinearHistogram& other) {
   if (other.count_ == 0) return;
   if (other.counts_.size() > counts_.size()) counts_.resize(other.counts_.size());
   for (size_t i = 0; i < other.counts_.size(); ++i) counts_[i] += other.counts_[i];
-  min_ = count_ ? std::min(min_, other.min_) : other.min_;
+  min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);
   count_ += other.count_;
   sum_ += other.sum_;

@@ -21,13 +21,15 @@ class LogLinearHistogram {
   static constexpr int kSubBits = 7;
   static constexpr double kRelativeError = 1.0 / (2 << kSubBits);
 
-  // In line, as a report adds every IO to several histograms.
-  void add(uint64_t value, uint64_t count = 1) {
+  // In line, as a report adds every IO to several histograms: growing the
+  // buckets is the rare case, out of line.
+  [[gnu::always_inline]] void add(uint64_t value, uint64_t count = 1) {
     if (count == 0) return;
     const uint32_t i = index_of(value);
-    if (i >= counts_.size()) counts_.resize(i + 1);
+    if (i >= counts_.size()) [[unlikely]]
+      grow(i);
     counts_[i] += count;
-    if (count_ == 0 || value < min_) min_ = value;
+    min_ = std::min(min_, value);
     max_ = std::max(max_, value);
     count_ += count;
     sum_ += static_cast<double>(value) * static_cast<double>(count);
@@ -64,9 +66,11 @@ class LogLinearHistogram {
   static uint64_t highest_in(uint32_t index);
 
  private:
+  [[gnu::noinline]] void grow(uint32_t index) { counts_.resize(index + 1); }
+
   std::vector<uint64_t> counts_;  // grown to the highest index used
   uint64_t count_ = 0;
-  uint64_t min_ = 0;
+  uint64_t min_ = UINT64_MAX;  // the least value added, as min() returns it once one is
   uint64_t max_ = 0;
   double sum_ = 0;  // a double: sums of ns latencies overflow 64 bits on long traces
 };
