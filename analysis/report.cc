@@ -88,7 +88,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       range.emplace(origin, o.source);
       selection.set_origin(origin);
       r.series.set_origin(origin + o.window.start_ns);
-      if (o.at_origin) o.at_origin(origin);
+      if (o.timeline) o.timeline->set_origin(origin);
     }
     // A batch that reaches the window's start shows the window is not past the trace's end.
     trace_end = std::max(trace_end, batch.back().issue_ns);
@@ -131,7 +131,7 @@ Report analyse(format::TraceReader& reader, const ReportOptions& o) {
       }
       r.series.add(io);
       r.processes.add(io, end);
-      if (o.each_selected) o.each_selected(io, end);
+      if (o.timeline) o.timeline->add(io, end);
     }
   }
   // A window wholly after the trace would report zeros as if measured.

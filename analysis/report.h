@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "analysis/accumulators.h"
+#include "analysis/timeline.h"
 #include "format/reader.h"
 #include "format/summary.h"
 #include "units/units.h"
@@ -26,12 +26,11 @@ struct ReportOptions {
   bool by_phase = false;               // figures per phase of the trace's header (Report::phases)
   bool include_self = false;           // also IOs flagged format::flag::kSelf (the recording's own)
   std::string source;                  // the trace's file(s), as errors about its IOs name it
-  // More accumulators in the same pass: `at_origin` learns the first IO's
-  // issue time (the origin of the window and of every series), before any IO
-  // is counted; `each_selected` sees the IOs the report counts, with their
-  // clipped end.
-  std::function<void(int64_t origin_ns)> at_origin;
-  std::function<void(const format::Io&, int64_t end_ns)> each_selected;
+  // The week page's timeline, filled in the same pass: its origin set to the
+  // first IO's issue time (the origin of the window and of every series)
+  // before any IO is counted, then the IOs the report counts, with their
+  // clipped end. Called directly, not through a callback, as it is per IO.
+  Timeline* timeline = nullptr;
 };
 
 // The IOs a report counts: issued within the options' window (which counts

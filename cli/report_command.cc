@@ -84,10 +84,7 @@ struct alignas(64) StagedAccumulators {
 // own pass with the IOs it counts.
 struct PageAccumulators {
   explicit PageAccumulators(const format::TraceReader& reader) : timeline(reader.header()) {}
-  void hook(analysis::ReportOptions& ro) {
-    ro.at_origin = [this](int64_t origin_ns) { timeline.set_origin(origin_ns); };
-    ro.each_selected = [this](const format::Io& io, int64_t end_ns) { timeline.add(io, end_ns); };
-  }
+  void hook(analysis::ReportOptions& ro) { ro.timeline = &timeline; }
   analysis::Timeline timeline;
 };
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "analysis/offset_map.h"
 #include "analysis/report.h"
@@ -84,24 +85,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     w.close();
   }
   try {
-    // As `iotape report --html` measures: cut's windows on the reader's thread.
+    // As `iotape report --html` measures: cut's windows and the offset map on
+    // the reader's thread (here of every IO, self-flagged ones too), the
+    // timeline in the report's pass.
     workloads::WindowMeter meter({}, 60'000'000'000);
+    analysis::OffsetMap offsets;
+    bool origin_known = false;
     format::TraceReader reader(file.path(),
                                {.decode_ahead = format::kToolDecodeAhead,
                                 .each_batch = [&](std::span<const format::Io> ios, const v1::TraceHeader& h) {
-                                  for (const format::Io& io : ios) meter.add(io, h);
+                                  for (const format::Io& io : ios) {
+                                    if (!std::exchange(origin_known, true)) offsets.set_origin(io.issue_ns);
+                                    meter.add(io, h);
+                                    offsets.add(io, h);
+                                  }
                                 }});
     analysis::Timeline timeline(reader.header());
-    analysis::OffsetMap offsets;
     analysis::ReportOptions ro;
-    ro.at_origin = [&](int64_t origin_ns) {
-      timeline.set_origin(origin_ns);
-      offsets.set_origin(origin_ns);
-    };
-    ro.each_selected = [&](const format::Io& io, int64_t end_ns) {
-      timeline.add(io, end_ns);
-      offsets.add(io, reader.header());
-    };
+    ro.timeline = &timeline;
     const analysis::Report r = analysis::analyse(reader, ro);
     timeline.finish();
     analysis::WeekPage page;
