@@ -93,16 +93,12 @@ void Timeline::set_origin(int64_t origin_ns) {
   day_zero_ns_ = wall_clock_ ? floor_div(origin_ns + to_unix_ns_, kDayNs) * kDayNs - to_unix_ns_ : origin_ns;
 }
 
-Timeline::Bin& Timeline::bin(size_t i) {
-  if (bins_.size() <= i) bins_.resize(i + 1);
+Timeline::Bin& Timeline::grow_to(size_t i) {
+  bins_.resize(i + 1);
   return bins_[i];
 }
 
-size_t Timeline::index_of(int64_t t) {
-  const int64_t rel = std::max<int64_t>(0, t - origin_ns_);  // late IOs, issued before the first, count in bin 0
-  // IOs come in issue order: most times fall in the bin of the one before,
-  // found without a division.
-  if (last_.holds(rel)) return last_.index;
+size_t Timeline::find_index(int64_t rel) {
   while (static_cast<uint64_t>(rel / bin_ns_) >= max_bins_) coarsen();
   return last_.find(rel, bin_ns_);
 }

@@ -19,18 +19,6 @@ DeviceFilter parse_device_filter(const std::string& text) {
   return f;
 }
 
-void IoTotals::add(const Io& io, int64_t end_ns) {
-  ++ios;
-  OpTotals& t = by_op[static_cast<int>(io.op)];
-  ++t.ios;
-  t.bytes += io.length;
-  first_ns = first_ns == kNoTime ? io.issue_ns : std::min(first_ns, io.issue_ns);
-  last_ns = last_ns == kNoTime ? end_ns : std::max(last_ns, end_ns);
-  with_queue_time += io.has_queue();
-  with_completion += io.has_complete();
-  errors += io.status != 0;
-}
-
 TraceSummary summarize(TraceReader& reader, const std::optional<DeviceFilter>& only) {
   TraceSummary s;
   std::vector<bool> selected;

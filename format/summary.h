@@ -1,6 +1,7 @@
 // Totals of a trace, computed in one streaming pass (what `iotape info` shows).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -36,8 +37,19 @@ struct IoTotals {
   uint64_t errors = 0;                     // IOs with a non-zero status
 
   // Counts `io`, which ends at `end_ns`: its completion, or its issue when
-  // it has none (a caller may clip it, as report's window does).
-  void add(const Io& io, int64_t end_ns);
+  // it has none (a caller may clip it, as report's window does). In line:
+  // once per IO of every pass.
+  [[gnu::always_inline]] void add(const Io& io, int64_t end_ns) {
+    ++ios;
+    OpTotals& t = by_op[static_cast<int>(io.op)];
+    ++t.ios;
+    t.bytes += io.length;
+    first_ns = first_ns == kNoTime ? io.issue_ns : std::min(first_ns, io.issue_ns);
+    last_ns = last_ns == kNoTime ? end_ns : std::max(last_ns, end_ns);
+    with_queue_time += io.has_queue();
+    with_completion += io.has_complete();
+    errors += io.status != 0;
+  }
   const OpTotals& op(Op o) const { return by_op[static_cast<int>(o)]; }
   int64_t duration_ns() const { return ios ? last_ns - first_ns : 0; }
 };

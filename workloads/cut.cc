@@ -153,7 +153,7 @@ WindowMeter::WindowMeter(IoFilter filter, int64_t length_ns, bool score_discards
   result_.score_discards = score_discards;
 }
 
-WindowActivity& WindowMeter::window(size_t i) {
+WindowActivity& WindowMeter::grow_to(size_t i) {
   auto& windows = result_.windows;
   while (windows.size() <= i) {
     const auto start = static_cast<int64_t>(windows.size()) * length_ns_;
