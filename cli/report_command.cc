@@ -68,10 +68,12 @@ struct alignas(64) StagedAccumulators {
         offsets.set_origin(ios.front().issue_ns);
       }
       selection.update(h);
-      for (const format::Io& io : ios) {
-        meter.add(io, h);
+      // Two loops: with no call in it, the offset map's keeps its state in
+      // registers (report_bench's 10M IOs, the page: 1.26-1.29 CPU-s against
+      // 1.36-1.37 with one loop).
+      for (const format::Io& io : ios)
         if (selection.keeps(io)) offsets.add(io, h);
-      }
+      for (const format::Io& io : ios) meter.add(io, h);
     };
   }
   workloads::WindowMeter meter;
