@@ -353,9 +353,8 @@ class TraceReader::Impl {
       if (!f.index) continue;
       for (const auto& e : f.index->chunks()) {
         if (e.count() == 0 || e.max_issue_ns() < t) continue;
-        cur_ = i;
-        for (size_t j = i; j < files_.size(); ++j) files_[j].done = false;
-        f.pos = e.file_offset();
+        // The parts after it are read again from their first chunks, wherever reading had left them.
+        reposition(i, e.file_offset());
         current_ = read_chunk();
         return skip_before(t);
       }

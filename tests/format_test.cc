@@ -774,6 +774,21 @@ TEST_CASE("several files read as one trace") {
   format::Io io;
   REQUIRE(r.next(io));
   CHECK(io.issue_ns == ios[2000].io.issue_ns);
+  // Back into the first file after reading into the second: the second is
+  // read again from its start, with and without decode_ahead.
+  for (const unsigned ahead : {0u, 2u}) {
+    INFO("decode_ahead " << ahead);
+    format::TraceReader back({dir.file("p0.iot"), dir.file("p1.iot")}, {.decode_ahead = ahead});
+    back.seek_time(ios[2500].io.issue_ns);
+    REQUIRE(back.next(io));
+    back.seek_time(ios[500].io.issue_ns);
+    size_t expect = 500;
+    while (expect > 0 && ios[expect - 1].io.issue_ns == ios[500].io.issue_ns) --expect;
+    std::vector<std::string> rest_comms;
+    const auto rest = read_all(back, &rest_comms);
+    REQUIRE(rest.size() == ios.size() - expect);
+    for (size_t i = 0; i < rest.size(); ++i) require_same(rest[i], ios[expect + i].io);
+  }
 }
 
 TEST_CASE("a writer killed without close leaves every flushed chunk readable") {
@@ -938,7 +953,9 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
 TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotated, seeking") {
   TempDir dir;
   const auto ios = random_ios(6000, 21);
-  const format::WriterOptions opt{.chunk_ios = 250};
+  // Rotated parts of a few chunks each, and of many.
+  const uint32_t chunk = GENERATE(250u, 700u);
+  const format::WriterOptions opt{.chunk_ios = chunk};
   // Two rotated parts; the second adds a device and counts lost events.
   write_trace(dir.file("p0.iot"), {ios.begin(), ios.begin() + 2500}, opt);
   write_adding_device(dir.file("p1.iot"), {ios.begin() + 2500, ios.end()}, 3, 1500, 9, opt);
@@ -967,8 +984,8 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
   corrupt[frames[5] + format::frame::kHeaderSize + 10] ^= 0x55;
   write_file(dir.file("bad.iot"), corrupt);
   const std::vector<std::string> bad_parts = {dir.file("p0.iot"), dir.file("bad.iot")};
-  CHECK(require_decode_ahead_same(bad_parts, {}) == 2500 + 4 * 250);
-  CHECK(require_decode_ahead_same(bad_parts, {.skip_damaged = true}) == ios.size() - 250);
+  CHECK(require_decode_ahead_same(bad_parts, {}) == 2500 + 4 * chunk);
+  CHECK(require_decode_ahead_same(bad_parts, {.skip_damaged = true}) == ios.size() - chunk);
 
   // Chunks whose checksums hold but whose contents do not: found only when
   // parsed or checked, by whichever thread opens them.
@@ -985,8 +1002,8 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
     write_file(dir.file("unsound.iot"),
                data.substr(0, frames[5]) + std::string(header, sizeof header) + payload + data.substr(frames[6]));
     const std::vector<std::string> unsound = {dir.file("p0.iot"), dir.file("unsound.iot")};
-    CHECK(require_decode_ahead_same(unsound, {}) == 2500 + 4 * 250);
-    CHECK(require_decode_ahead_same(unsound, {.skip_damaged = true}) == ios.size() - 250);
+    CHECK(require_decode_ahead_same(unsound, {}) == 2500 + 4 * chunk);
+    CHECK(require_decode_ahead_same(unsound, {.skip_damaged = true}) == ios.size() - chunk);
     require_decode_ahead_same(unsound, {.skip_damaged = true}, seeks);
   }
 }
