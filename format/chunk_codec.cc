@@ -205,7 +205,10 @@ bool check_chunk(const v1::Chunk& c, uint32_t devices, std::string* why) {
   return true;
 }
 
-void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
+void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) { decode_chunk(c, out, nullptr); }
+
+void decode_chunk(const v1::Chunk& c, std::vector<Io>* out,
+                  const std::function<void(uint32_t begin, uint32_t end)>& each_slice) {
   const uint32_t n = c.count();
   out->resize(n);
   Io* ios = out->data();
@@ -214,6 +217,7 @@ void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
   for (uint32_t k = 0; k < names.size(); ++k) names[k] = cols.comm_name(k);
   // Column by column over blocks of rows that stay in cache.
   constexpr uint32_t kBlock = 32;
+  static_assert(kDecodeSlice % kBlock == 0);
   for (uint32_t b = 0; b < n; b += kBlock) {
     const uint32_t e = std::min(n, b + kBlock);
     cols.issue_ns(b, e, [ios](uint32_t i, int64_t v) { ios[i].issue_ns = v; });
@@ -231,6 +235,7 @@ void decode_chunk(const v1::Chunk& c, std::vector<Io>* out) {
     cols.cpu(b, e, [ios](uint32_t i, int32_t v) { ios[i].cpu = v; });
     cols.cgroup(b, e, [ios](uint32_t i, uint64_t v) { ios[i].cgroup = v; });
     cols.source_index(b, e, [ios](uint32_t i, int64_t v) { ios[i].source_index = v; });
+    if (each_slice && (e % kDecodeSlice == 0 || e == n)) each_slice(e - 1 - (e - 1) % kDecodeSlice, e);
   }
 }
 

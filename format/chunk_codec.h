@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,13 @@ bool check_chunk(const v1::Chunk& chunk, uint32_t devices, std::string* why);
 // into chunk.comm_table(), so `chunk` must outlive them.
 // REQUIRES: check_chunk(chunk) passed.
 void decode_chunk(const v1::Chunk& chunk, std::vector<Io>* out);
+// The same, handing each slice of rows [begin, end) to `each_slice` as soon
+// as it is decoded (slices of kDecodeSlice rows, in order), while the rows are
+// still in the core's first-level cache: a chunk's rows (16,384 by default,
+// 1.7 MB) and its columns outgrow even its second level.
+inline constexpr uint32_t kDecodeSlice = 256;
+void decode_chunk(const v1::Chunk& chunk, std::vector<Io>* out,
+                  const std::function<void(uint32_t begin, uint32_t end)>& each_slice);
 
 // The largest chunk a reader accepts, in IOs.
 inline constexpr uint32_t kMaxChunkIos = 1u << 24;

@@ -677,13 +677,45 @@ class TraceReader::Ahead {
   }
   // On the thread that claimed p.
   void run_stage(Part& p) {
+    stage_header_for(p);
+    stage_rows(p, 0, static_cast<uint32_t>(p.ios.size()));
+    stage_done(p);
+  }
+  // On the thread, a part next in the stage's order that nobody else can
+  // claim yet (its batch is not handed over): decodes it, running the stage
+  // on each slice of rows as it is decoded, while they are in this core's
+  // cache (the week page on report_bench's 10M IOs: 0.67-0.69 s against
+  // 0.71-0.75 s staging a chunk once decoded).
+  void decode_and_stage(Part& p) {
+    p.stage.v.store(StageState::kRunning, std::memory_order_relaxed);
+    std::exception_ptr failed;
+    stage_header_for(p);
+    decode_chunk(p.chunk, &p.ios, [&](uint32_t begin, uint32_t end) {
+      if (failed) return;
+      try {
+        stage_rows(p, begin, end);
+      } catch (...) {
+        failed = std::current_exception();  // the rows are decoded all the same
+      }
+    });
+    p.decoded = true;
+    if (!failed) return stage_done(p);
+    p.stage_error = failed;  // the caller throws it when it reaches p
+    p.stage.v.store(StageState::kFailed, std::memory_order_release);
+  }
+  void stage_header_for(const Part& p) {
     if (p.kind == Part::kStored) {
       admit_devices(p.chunk, stage_header_.mutable_devices());
     } else if (p.kind == Part::kAdmitted || serial_) {
       for (const auto& dev : p.devices_added) *stage_header_.add_devices() = dev;
     }
-    if (p.kind != Part::kEnd && p.first_row < p.ios.size())
-      stage_(std::span<const Io>(p.ios).subspan(p.first_row), stage_header_);
+  }
+  void stage_rows(const Part& p, uint32_t begin, uint32_t end) {
+    begin = std::max(begin, p.first_row);
+    if (p.kind != Part::kEnd && begin < end)
+      stage_(std::span<const Io>(p.ios).subspan(begin, end - begin), stage_header_);
+  }
+  void stage_done(Part& p) {
     p.stage.v.store(StageState::kDone, std::memory_order_release);
     next_stage_.store(p.seq + 1, std::memory_order_release);
   }
@@ -776,6 +808,8 @@ class TraceReader::Ahead {
         devices_seen_ =
             std::max(devices_seen_, p.chunk.devices_added_base() + static_cast<uint32_t>(p.chunk.devices_added_size()));
     }
+    if (stage_ && !p.decoded && p.kind != Part::kEnd && next_stage_.load(std::memory_order_acquire) == p.seq)
+      return decode_and_stage(p);
     decode(p);
   }
   // Unpacks and parses a stored chunk, once.

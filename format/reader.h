@@ -75,8 +75,9 @@ struct ReaderOptions {
   // batches. The thread ends with the reader; an error reading a file is
   // thrown in the caller's thread, in turn.
   unsigned decode_ahead = 0;
-  // A stage of the caller's work that sees every IO read, in order, a batch
-  // (one chunk's IOs) at a time, with the header as of that chunk. Requires
+  // A stage of the caller's work that sees every IO read, in order, a chunk's
+  // IOs at a time, or a slice of them (kDecodeSlice) as the reader's thread
+  // decodes them, with the header as of that chunk. Requires
   // decode_ahead: the reader's thread runs it when it has time, and the
   // caller's thread what is left of a batch when it moves past it; never on
   // two batches at once, so its state needs no lock, but on either thread:

@@ -857,6 +857,7 @@ namespace {
 // test's thread: Catch's checks are made after reading, on this thread.
 struct StageLog {
   std::vector<OwnedIo> ios;
+  size_t calls = 0;
   bool devices_known = true;  // every IO's device was in the header it came with
   // The IOs, their names pointing at their own copies.
   const std::vector<OwnedIo>& owned() {
@@ -865,6 +866,7 @@ struct StageLog {
   }
   format::ReaderStage stage() {
     return [this](std::span<const format::Io> batch, const v1::TraceHeader& h) {
+      ++calls;
       for (const format::Io& io : batch) {
         ios.push_back({io, std::string(io.comm)});
         devices_known &= io.device < static_cast<uint32_t>(std::max(h.devices_size(), 1));
@@ -953,8 +955,10 @@ size_t require_decode_ahead_same(const std::vector<std::string>& paths, format::
 TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotated, seeking") {
   TempDir dir;
   const auto ios = random_ios(6000, 21);
-  // Rotated parts of a few chunks each, and of many.
+  // Parts of many chunks and of few; chunks shorter than a slice the thread
+  // decodes and stages at a time, and longer.
   const uint32_t chunk = GENERATE(250u, 700u);
+  static_assert(format::kDecodeSlice > 250 && format::kDecodeSlice < 700);
   const format::WriterOptions opt{.chunk_ios = chunk};
   // Two rotated parts; the second adds a device and counts lost events.
   write_trace(dir.file("p0.iot"), {ios.begin(), ios.begin() + 2500}, opt);
@@ -1010,8 +1014,11 @@ TEST_CASE("decode_ahead reads what the serial reader reads: cut, corrupt, rotate
 
 TEST_CASE("a reader's stage sees every IO once and in order, its error reaches the caller, and it asks for decode_ahead") {
   TempDir dir;
-  const auto ios = random_ios(3000, 24);
-  write_trace(dir.file("t.iot"), ios, {.chunk_ios = 100});
+  const auto ios = random_ios(60000, 24);
+  // Chunks of one slice, and of several, which the reader's thread stages slice by slice as it decodes them.
+  const uint32_t chunk = GENERATE(100u, 1000u);
+  static_assert(format::kDecodeSlice >= 100 && format::kDecodeSlice < 1000);
+  write_trace(dir.file("t.iot"), ios, {.chunk_ios = chunk});
   // The caller slow, as a report is: the stage runs ahead on the reader's thread.
   auto log = std::make_unique<StageLog>();
   {
@@ -1025,20 +1032,22 @@ TEST_CASE("a reader's stage sees every IO once and in order, its error reaches t
   }
   const auto& staged_ios = log->owned();
   REQUIRE(staged_ios.size() == ios.size());
+  if (chunk > format::kDecodeSlice) CHECK(log->calls > ios.size() / chunk);
   for (size_t i = 0; i < ios.size(); ++i) require_same(staged_ios[i].io, ios[i].io);
 
-  // A stage that throws at its 5th batch: the caller gets the error before the end.
-  int batches = 0;
+  // A stage that throws once it has seen more than 1500 IOs: the caller gets
+  // the error before the end, once it has read the chunks before.
+  size_t seen = 0;
   format::TraceReader r(dir.file("t.iot"),
-                        {.decode_ahead = 2, .each_batch = [&](std::span<const format::Io>, const v1::TraceHeader&) {
-                           if (++batches == 5) throw std::runtime_error("stage failed");
+                        {.decode_ahead = 2, .each_batch = [&](std::span<const format::Io> b, const v1::TraceHeader&) {
+                           if ((seen += b.size()) > 1500) throw std::runtime_error("stage failed");
                          }});
   size_t read = 0;
   const auto read_all_batches = [&] {
     for (auto b = r.next_batch(); !b.empty(); b = r.next_batch()) read += b.size();
   };
   CHECK_THROWS_WITH(read_all_batches(), "stage failed");
-  CHECK(read >= 400);  // the batches before the one it failed at
+  CHECK(read >= 1500 / chunk * chunk);  // the chunks before the one it failed at
 
   const auto none = [](std::span<const format::Io>, const v1::TraceHeader&) {};
   CHECK_THROWS_AS(format::TraceReader(dir.file("t.iot"), {.each_batch = none}), std::logic_error);
