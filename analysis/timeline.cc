@@ -140,9 +140,10 @@ void Timeline::spread_busy(int64_t start, int64_t end, uint32_t device) {
     } else {
       if (b.busy_ns.size() <= device) b.busy_ns.resize(device + 1);
       b.busy_ns[device] += ns;
+      if (one_device_) b.busy_all_ns += ns;
     }
   });
-  if (device == kAllDevices) spread_hours(start, end);
+  if (device == kAllDevices || one_device_) spread_hours(start, end);
 }
 
 void Timeline::spread_hours(int64_t start, int64_t end) {
@@ -177,9 +178,19 @@ void Timeline::add(const format::Io& io, int64_t end_ns) {
   if (io.never_issued()) return;  // no device time: nothing in flight, nothing busy
   spread(start, end, [this](size_t i, int64_t ns) { bin(i).in_flight_ns += static_cast<double>(ns); });
   if (per_device_.size() <= io.device) per_device_.resize(io.device + 1);
+  if (one_device_ && io.device != first_device_) {
+    if (first_device_ == kNoDevice) {
+      first_device_ = io.device;
+    } else {
+      // A second device: from here on the union of all is a sweep of its
+      // own, starting from the first device's open segment.
+      one_device_ = false;
+      all_ = per_device_[first_device_];
+    }
+  }
   int64_t s = 0, e = 0;
   if (per_device_[io.device].add(start, end, s, e)) spread_busy(s, e, io.device);
-  if (all_.add(start, end, s, e)) spread_busy(s, e, kAllDevices);
+  if (!one_device_ && all_.add(start, end, s, e)) spread_busy(s, e, kAllDevices);
 }
 
 void Timeline::finish() {

@@ -129,6 +129,11 @@ class Timeline {
   int64_t last_hour_to_ = 0;
   BusySegments all_;
   std::vector<BusySegments> per_device_;
+  // While the IOs are of one device, its busy time is that of all: all_
+  // is not swept, the device's segments count for both.
+  bool one_device_ = true;
+  static constexpr uint32_t kNoDevice = UINT32_MAX;
+  uint32_t first_device_ = kNoDevice;
 };
 
 }  // namespace iotape::analysis

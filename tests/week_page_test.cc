@@ -118,6 +118,29 @@ TEST_CASE("timeline: busy time per device and bin, in flight, hours, and bins do
   CHECK(u.bins()[2].latency.count() == 1);
 }
 
+TEST_CASE("timeline: a second device arriving while the first is busy joins the union of all") {
+  v1::TraceHeader header;
+  analysis::Timeline t(header);
+  t.set_origin(0);
+  // Device 0 [0.5 s, 1.5 s), device 1 [1 s, 2.5 s) from within it, device 0
+  // again [2.2 s, 3 s): all together busy [0.5 s, 3 s).
+  t.add(io_at(kSec / 2, kSec + kSec / 2), kSec + kSec / 2);
+  t.add(io_at(kSec, 2 * kSec + kSec / 2, 0, 1), 2 * kSec + kSec / 2);
+  t.add(io_at(2 * kSec + kSec / 5, 3 * kSec), 3 * kSec);
+  t.finish();
+  REQUIRE(t.bins().size() == 3);
+  CHECK(t.bins()[0].busy_all_ns == kSec / 2);
+  CHECK(t.bins()[1].busy_all_ns == kSec);
+  CHECK(t.bins()[2].busy_all_ns == kSec);
+  CHECK(t.bins()[0].busy_ns[0] == kSec / 2);
+  CHECK(t.bins()[1].busy_ns[0] == kSec / 2);
+  CHECK(t.bins()[2].busy_ns[0] == kSec - kSec / 5);
+  CHECK(t.bins()[1].busy_ns[1] == kSec);
+  CHECK(t.bins()[2].busy_ns[1] == kSec / 2);
+  REQUIRE(t.hours().size() == 1);
+  CHECK(t.hours()[0][0] == 2 * kSec + kSec / 2);
+}
+
 TEST_CASE("timeline: 2048 bins make a minute's 1 s, a day's 64 s and a week's 512 s") {
   v1::TraceHeader header;
   for (const auto& [span, bin] : {std::pair{60 * kSec, kSec}, {24 * kHour, 64 * kSec}, {7 * 24 * kHour, 512 * kSec}}) {
