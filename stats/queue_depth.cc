@@ -1,6 +1,7 @@
 #include "stats/queue_depth.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace iotape::stats {
 
@@ -21,8 +22,8 @@ void QueueDepth::add(const format::Io& io) {
   max_ = std::max(max_, qd);
   // Space of the completed ones is reclaimed once it outweighs the rest.
   if (first_ >= 64 && first_ * 2 >= outstanding_.size()) {
-    outstanding_.erase(outstanding_.begin(), outstanding_.begin() + static_cast<ptrdiff_t>(first_));
-    first_ = 0;
+    outstanding_.erase(outstanding_.begin() + 1, outstanding_.begin() + static_cast<ptrdiff_t>(first_));
+    first_ = 1;
   }
   if (io.has_complete() && io.complete_ns > io.device_start_ns()) insert(io.complete_ns);
 }
@@ -39,8 +40,11 @@ void QueueDepth::insert(int64_t complete_ns) {
     *to = complete_ns;
     return;
   }
-  // Near the end, as most are: moved there in one pass, without a call to memmove.
-  for (; at > begin && *(at - 1) > complete_ns; --at) *at = *(at - 1);
+  // Near the end, as most are: moved there in one pass, without a call to
+  // memmove, and one comparison a step: the completed slot before `begin`
+  // holds the least time as a sentinel.
+  begin[-1] = INT64_MIN;
+  for (; *(at - 1) > complete_ns; --at) *at = *(at - 1);
   *at = complete_ns;
 }
 

@@ -32,8 +32,11 @@ class QueueDepth {
  private:
   void insert(int64_t complete_ns);
 
-  std::vector<int64_t> outstanding_;  // [first_, end): completion times, ascending
-  size_t first_ = 0;                  // those before it completed
+  // [first_, end): completion times, ascending; those before first_
+  // completed, and [0] is never outstanding, so that first_ - 1 can hold a
+  // sentinel for insert.
+  std::vector<int64_t> outstanding_ = {0};
+  size_t first_ = 1;
   std::array<uint64_t, 8> buckets_{};
   uint64_t ios_ = 0;
   uint64_t sum_ = 0;
