@@ -808,7 +808,10 @@ class TraceReader::Ahead {
         devices_seen_ =
             std::max(devices_seen_, p.chunk.devices_added_base() + static_cast<uint32_t>(p.chunk.devices_added_size()));
     }
-    if (stage_ && !p.decoded && p.kind != Part::kEnd && next_stage_.load(std::memory_order_acquire) == p.seq)
+    // Only a chunk the stage may see (as ready_for_stage says): a frame in
+    // trouble is read again serially, and its part may hold an older chunk.
+    const bool stageable = p.kind == Part::kStored || p.kind == Part::kAdmitted;
+    if (stage_ && stageable && !p.decoded && next_stage_.load(std::memory_order_acquire) == p.seq)
       return decode_and_stage(p);
     decode(p);
   }
