@@ -205,9 +205,11 @@ run() {
 	cat /tmp/fiolat_clat.*.log | awk -F', *' '$3 <= 2 {print ($3 == 0 ? "read" : $3 == 1 ? "write" : "discard"), $5, $4}' |
 		sort >/tmp/fio.ios
 	iotape cat --format csv /tmp/t.iot | awk -F, 'NR > 1 && $8 > 0 {print $5, $7, $8}' | sort >/tmp/trace.ios
-	diff /tmp/fio.ios /tmp/trace.ios | grep '^[-+][a-z]' | head -n 8 |
-		while read -r l; do out "$drive $backend io_diff $l"; done
-	rm -f /tmp/fiolat_*.log /tmp/fio.ios /tmp/trace.ios
+	diff /tmp/fio.ios /tmp/trace.ios | grep '^[-+][a-z]' >/tmp/io.diff
+	out "$drive $backend fio_logged $(wc -l </tmp/fio.ios)"
+	out "$drive $backend io_diff_counts $(grep -c '^-' /tmp/io.diff) $(grep -c '^+' /tmp/io.diff)"
+	head -n 8 /tmp/io.diff | while read -r l; do out "$drive $backend io_diff $l"; done
+	rm -f /tmp/fiolat_*.log /tmp/fio.ios /tmp/trace.ios /tmp/io.diff
 	iotape report --json --by process /tmp/t.iot >/tmp/report.json 2>/dev/null &&
 		out "$drive $backend report_json $(one_line /tmp/report.json)"
 	kernel_log "$drive" "$backend"
