@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "replay/sorted_runs.h"
+
 namespace iotape::replay {
 
 void Fidelity::Depths::add(uint64_t qd) {
@@ -27,9 +29,8 @@ void Fidelity::add(const ReplayIo& io, const format::Io& replayed, int64_t issue
   if (replayed.has_complete() && !replayed.never_issued()) {
     replayed_intervals_.emplace_back(replayed.issue_ns, replayed.complete_ns);
     if (replayed_intervals_.size() == 2 * kBusyWindow) {
-      // On one ring they come in issue order: no sort then.
-      if (!std::is_sorted(replayed_intervals_.begin(), replayed_intervals_.end()))
-        std::sort(replayed_intervals_.begin(), replayed_intervals_.end());
+      // On one ring they come in issue order, on several a run per batch.
+      sort_runs(replayed_intervals_.begin(), replayed_intervals_.end());
       const auto half = replayed_intervals_.begin() + kBusyWindow;
       for (auto it = replayed_intervals_.begin(); it != half; ++it) replayed_busy_.add(it->first, it->second);
       replayed_intervals_.erase(replayed_intervals_.begin(), half);
@@ -85,7 +86,7 @@ FidelitySummary Fidelity::summary() const {
   s.recorded_busy_ns = recorded_busy_.total_ns();
   stats::BusyTime replayed_busy = replayed_busy_;
   auto waiting = replayed_intervals_;
-  std::sort(waiting.begin(), waiting.end());
+  sort_runs(waiting.begin(), waiting.end());
   for (const auto& [start, end] : waiting) replayed_busy.add(start, end);
   s.replayed_busy_ns = replayed_busy.total_ns();
   s.interarrival_error_p50_ns = interarrival_error_.percentile(50);

@@ -112,7 +112,7 @@ class Fidelity {
   stats::BusyTime recorded_busy_, replayed_busy_;
   // The replayed intervals come in source order, their device times a little
   // out of it (requests overtake each other, issue threads run side by
-  // side): once 2 x kBusyWindow are waiting they are sorted and the earliest
+  // side): once 2 x kBusyWindow are waiting they are sorted (sort_runs) and the earliest
   // half goes to replayed_busy_, the rest at the summary. So the latest
   // kBusyWindow always wait, as in a heap, at a sort's cost (a heap's pops
   // took a fifth of the result thread's time).

@@ -1,10 +1,9 @@
 #include "replay/result_writer.h"
 
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <sys/utsname.h>
 #include <time.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "format/version.h"
 #include "host/clocks.h"
 #include "replay/engine.h"
+#include "replay/sorted_runs.h"
 
 namespace iotape::replay {
 namespace {
@@ -242,7 +242,7 @@ void ResultWriter::append(std::vector<format::Io>& held, const std::vector<forma
     return;
   }
   held.insert(held.end(), results.begin(), results.end());
-  if (!std::is_sorted(held.begin(), held.end(), by_issue)) std::stable_sort(held.begin(), held.end(), by_issue);
+  sort_runs(held.begin(), held.end(), by_issue);
   const auto cut = std::find_if(held.begin(), held.end(), after);
   for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
   held.erase(held.begin(), cut);

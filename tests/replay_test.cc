@@ -38,6 +38,7 @@
 #include "replay/options.h"
 #include "replay/saturation.h"
 #include "replay/schedule.h"
+#include "replay/sorted_runs.h"
 #include "tests/blk_tracer.h"
 #include "tests/test_support.h"
 #include "units/units.h"
@@ -252,6 +253,24 @@ TEST_CASE("the dependency rule waits only for IOs that completed before the reco
   done.insert(1);
   CHECK(deps.ready(1000, is_done));
   CHECK(deps.size() == 0);
+}
+
+TEST_CASE("sort_runs sorts stably, as std::stable_sort, whether the runs are few or short") {
+  std::mt19937_64 rng(GENERATE(1, 2, 3));
+  // Keys with many ties (stability shows), values numbering the input.
+  std::vector<std::pair<int, int>> v;
+  const size_t runs = GENERATE(1u, 2u, 3u, 33u, 5000u);
+  for (size_t r = 0; r < runs; ++r) {
+    std::vector<int> keys(1 + rng() % (runs > 1000 ? 40 : 600));  // 5,000 runs: short ones
+    for (int& k : keys) k = static_cast<int>(rng() % 400);
+    std::sort(keys.begin(), keys.end());
+    for (int k : keys) v.emplace_back(k, static_cast<int>(v.size()));
+  }
+  const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  auto expected = v;
+  std::stable_sort(expected.begin(), expected.end(), by_key);
+  replay::sort_runs(v.begin(), v.end(), by_key);
+  CHECK(v == expected);
 }
 
 TEST_CASE("replay fidelity: the recorded queue depth as stats::QueueDepth counts it, reorders in completion order") {
