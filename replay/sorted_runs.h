@@ -2,8 +2,9 @@
 // finished IOs a lane's batch at a time, each batch in its lane's issue
 // order, so a window of them is some tens of sorted runs: merging
 // neighbouring runs takes log2(runs) linear passes where a general sort takes
-// log2(n) levels, and the sort was the result thread's largest cost with two
-// issue threads.
+// log2(n) levels. With two issue threads, the result thread's two general
+// sorts (fidelity's busy-time window, the IOs held for issue order) were
+// together its largest cost.
 #pragma once
 
 #include <algorithm>
