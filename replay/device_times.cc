@@ -16,9 +16,9 @@
 #include <memory_resource>
 #include <optional>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "observer/backend.h"
+#include "replay/piece_index.h"
 
 namespace iotape::replay {
 namespace {
@@ -99,88 +99,6 @@ void require_written(const Target& t, const std::vector<Extent>& extents) {
                                          "does not see (write the whole file first, e.g. --prefill full)",
                                          t.path, t.size - covered, t.size));
 }
-
-// A request, or what is left of one after IOs claimed parts of it.
-struct Piece {
-  uint64_t start, end;      // bytes
-  int64_t issue, complete;  // never issued: issue is its submission to the block layer
-  bool remainder;  // part of a request that already served another IO
-  bool empty_write = false;   // an fsync's empty pre-flush write, not a flush request
-  bool never_issued = false;  // completed by the flush machinery without reaching the device
-  format::Op op = format::Op::kFlush;  // of a ranged request
-};
-
-// One device's ranged pieces, found by the bytes they cover. A piece of at
-// most kSpan bytes is filed under its start's kSpan-sized slot, so the
-// pieces covering a byte are in its slot or the one before; longer ones
-// (large discards, merged sequential writes) are few and looked through
-// whole. Hashing the slots costs the same however many pieces wait, where
-// an ordered map's search grew with them (a join lags the IOs by
-// milliseconds: thousands of pieces at fast drives' rates).
-class PieceIndex {
- public:
-  explicit PieceIndex(std::pmr::memory_resource* pool) : slots_(pool) {}
-  void add(const Piece& p) {
-    if (p.end - p.start <= kSpan)
-      slots_.emplace(p.start / kSpan, p);
-    else
-      long_.push_back(p);
-  }
-  // The piece covering `pos` that `accept`s and completed first, taken out;
-  // nullopt when none does.
-  template <class Accept>
-  std::optional<Piece> take(uint64_t pos, const Accept& accept) {
-    Slots::iterator best_slot = slots_.end();
-    size_t best_long = long_.size();
-    const Piece* best = nullptr;
-    auto consider = [&](const Piece& p) {
-      const bool better = p.start <= pos && p.end > pos && accept(p) && (!best || p.complete < best->complete);
-      if (better) best = &p;
-      return better;
-    };
-    for (uint64_t slot : {pos / kSpan, pos / kSpan - 1}) {
-      auto [it, end] = slots_.equal_range(slot);
-      for (; it != end; ++it)
-        if (consider(it->second)) best_slot = it, best_long = long_.size();
-      if (slot == 0) break;
-    }
-    for (size_t i = 0; i < long_.size(); ++i)
-      if (consider(long_[i])) best_slot = slots_.end(), best_long = i;
-    if (!best) return std::nullopt;
-    const Piece p = *best;
-    if (best_long < long_.size()) {
-      long_[best_long] = long_.back();
-      long_.pop_back();
-    } else {
-      slots_.erase(best_slot);
-    }
-    return p;
-  }
-  // Removes the pieces that completed before `before`; returns how many of
-  // them were whole requests.
-  uint64_t forget(int64_t before) {
-    uint64_t whole = 0;
-    for (auto it = slots_.begin(); it != slots_.end();) {
-      if (it->second.complete < before) {
-        whole += !it->second.remainder;
-        it = slots_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::erase_if(long_, [&](const Piece& p) {
-      whole += p.complete < before && !p.remainder;
-      return p.complete < before;
-    });
-    return whole;
-  }
-
- private:
-  static constexpr uint64_t kSpan = 1 << 20;
-  using Slots = std::pmr::unordered_multimap<uint64_t, Piece>;
-  Slots slots_;
-  std::vector<Piece> long_;
-};
 
 // Whether a request of op `request` can have served an IO of op `io`: a read
 // and a discard of the same range may be in flight at once, and each is its

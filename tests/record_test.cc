@@ -1076,14 +1076,17 @@ TEST_CASE("a stuck request is written late and holds back no other IO", "[record
     // 51,200 blocks: fio's random map reads each at most once in its 6 s.
     REQUIRE(run("fallocate -l 200M " + mnt + "/disk").exit_code == 0);
     struct FileLoop {  // a loop device over a file of the frozen file system
-      std::string dev;
+      std::string dev, nomerges;  // the setting found, put back: it outlives the detach
       ~FileLoop() {
-        if (!dev.empty()) run("losetup -d " + dev);
+        if (dev.empty()) return;
+        if (!nomerges.empty()) write_file("/sys/block/" + dev.substr(5) + "/queue/nomerges", nomerges);
+        run("losetup -d " + dev);
       }
     } upper{};
     const CommandResult attached = run("losetup -f --show " + mnt + "/disk");
     REQUIRE(attached.exit_code == 0);
     upper.dev = attached.output.substr(0, attached.output.find('\n'));
+    upper.nomerges = read_file("/sys/block/" + upper.dev.substr(5) + "/queue/nomerges");
     std::ofstream("/sys/block/" + upper.dev.substr(5) + "/queue/nomerges") << "2";
     // The loop driver runs each cgroup's requests on a worker of its own: the
     // stuck write must not be on the one fio's reads wait for.

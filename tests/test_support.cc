@@ -81,9 +81,13 @@ LoopDevice::LoopDevice(uint64_t bytes, bool direct_io, const std::string& dir) {
     throw std::runtime_error("losetup failed: " + r.output);
   }
   dev_ = r.output.substr(0, r.output.find('\n'));
+  nomerges_ = read_file("/sys/block/" + name() + "/queue/nomerges");
+  max_sectors_kb_ = read_file("/sys/block/" + name() + "/queue/max_sectors_kb");
 }
 
 LoopDevice::~LoopDevice() {
+  write_file("/sys/block/" + name() + "/queue/nomerges", nomerges_);
+  write_file("/sys/block/" + name() + "/queue/max_sectors_kb", max_sectors_kb_);
   run("losetup -d " + dev_);
   ::unlink(file_.c_str());
 }

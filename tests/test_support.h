@@ -39,6 +39,9 @@ class TempDir {
 
 // A loop device over a sparse file of `bytes` in `dir` (by default /dev/shm,
 // tmpfs), detached and deleted on destruction. Throws if losetup fails.
+// The queue settings tests change (nomerges, max_sectors_kb) outlive a
+// detach, on the next device to take the same number: destruction puts back
+// those it found.
 class LoopDevice {
  public:
   explicit LoopDevice(uint64_t bytes, bool direct_io = false, const std::string& dir = "/dev/shm");
@@ -54,6 +57,7 @@ class LoopDevice {
  private:
   std::string file_;
   std::string dev_;
+  std::string nomerges_, max_sectors_kb_;
 };
 
 struct CommandResult {

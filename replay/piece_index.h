@@ -1,0 +1,131 @@
+// PieceIndex: the block requests a replay's IOs have not yet claimed, on
+// one device, found by the bytes they cover (replay/device_times.cc joins
+// IOs to requests with it).
+//
+// A Piece is a request, or what is left of one after IOs claimed parts of
+// it. take(pos, accept) finds, among the pieces covering byte `pos` that
+// `accept` takes, the one that completed first, and removes it; add() files
+// a piece (a request, or the parts of one an IO did not cover); forget()
+// drops the pieces that completed before a time.
+//
+// How: a piece is filed under the slot of its start in the finest tier
+// whose slots are at least its length (4 KiB, 64 KiB, 1 MiB), so the pieces
+// covering a byte are in its slot or the one before, in each tier; longer
+// ones (large discards, merged sequential writes) are few and looked through
+// whole. Hashing the slots costs the same however many pieces wait, where an
+// ordered map's search grew with them (a join lags the IOs by milliseconds:
+// thousands of pieces at fast drives' rates, tens of thousands when it waits
+// for the slowest of several lanes). The tiers keep a slot to the pieces
+// that could cover its bytes: with one tier of 1 MiB slots, a 4 KiB IO on two
+// lanes looked through some hundred pieces for its own.
+//
+// Not thread-safe: one joining thread uses it.
+#pragma once
+
+#include <cstdint>
+#include <memory_resource>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "format/io.h"
+
+namespace iotape::replay {
+
+struct Piece {
+  uint64_t start, end;                 // bytes
+  int64_t issue, complete;             // never issued: issue is its submission to the block layer
+  bool remainder;                      // part of a request that already served another IO
+  bool empty_write = false;            // an fsync's empty pre-flush write, not a flush request
+  bool never_issued = false;           // completed by the flush machinery without reaching the device
+  format::Op op = format::Op::kFlush;  // of a ranged request
+};
+
+class PieceIndex {
+ public:
+  // Nodes come from `pool`: each piece is in and out within milliseconds.
+  explicit PieceIndex(std::pmr::memory_resource* pool) : slots_(pool) {}
+
+  // REQUIRES: p.start < p.end.
+  void add(const Piece& p) {
+    const uint64_t length = p.end - p.start;
+    for (unsigned tier = 0; tier < kTiers; ++tier)
+      if (length <= span(tier)) {
+        slots_.emplace(key(tier, p.start >> kShift[tier]), p);
+        ++filed_[tier];
+        return;
+      }
+    long_.push_back(p);
+  }
+
+  // The piece covering `pos` that `accept`s and completed first, taken out;
+  // nullopt when none does.
+  template <class Accept>
+  std::optional<Piece> take(uint64_t pos, const Accept& accept) {
+    Slots::iterator best_slot = slots_.end();
+    size_t best_long = long_.size();
+    const Piece* best = nullptr;
+    auto consider = [&](const Piece& p) {
+      const bool better = p.start <= pos && p.end > pos && accept(p) && (!best || p.complete < best->complete);
+      if (better) best = &p;
+      return better;
+    };
+    for (unsigned tier = 0; tier < kTiers; ++tier) {
+      if (filed_[tier] == 0) continue;
+      const uint64_t slot = pos >> kShift[tier];
+      for (uint64_t s : {slot, slot - 1}) {
+        auto [it, end] = slots_.equal_range(key(tier, s));
+        for (; it != end; ++it)
+          if (consider(it->second)) best_slot = it, best_long = long_.size();
+        if (s == 0) break;
+      }
+    }
+    for (size_t i = 0; i < long_.size(); ++i)
+      if (consider(long_[i])) best_slot = slots_.end(), best_long = i;
+    if (!best) return std::nullopt;
+    const Piece p = *best;
+    if (best_long < long_.size()) {
+      long_[best_long] = long_.back();
+      long_.pop_back();
+    } else {
+      --filed_[best_slot->first & kTierMask];
+      slots_.erase(best_slot);
+    }
+    return p;
+  }
+
+  // Removes the pieces that completed before `before`; returns how many of
+  // them were whole requests.
+  uint64_t forget(int64_t before) {
+    uint64_t whole = 0;
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->second.complete < before) {
+        whole += !it->second.remainder;
+        --filed_[it->first & kTierMask];
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::erase_if(long_, [&](const Piece& p) {
+      whole += p.complete < before && !p.remainder;
+      return p.complete < before;
+    });
+    return whole;
+  }
+
+  size_t size() const { return slots_.size() + long_.size(); }
+
+ private:
+  static constexpr unsigned kTiers = 3;
+  static constexpr unsigned kShift[kTiers] = {12, 16, 20};
+  static constexpr uint64_t kTierMask = 3;
+  static constexpr uint64_t span(unsigned tier) { return uint64_t{1} << kShift[tier]; }
+  static constexpr uint64_t key(unsigned tier, uint64_t slot) { return slot << 2 | tier; }
+  using Slots = std::pmr::unordered_multimap<uint64_t, Piece>;
+  Slots slots_;
+  uint64_t filed_[kTiers] = {};  // pieces per tier: a tier with none is not looked in
+  std::vector<Piece> long_;
+};
+
+}  // namespace iotape::replay
