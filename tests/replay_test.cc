@@ -1438,6 +1438,27 @@ TEST_CASE("split and merged requests give each IO the span of the requests that 
   CHECK(std::stoull(rr.metadata().at("replay.device_merged_ios")) >= writes_merged);
 }
 
+// A replay reads its target without touching its access time: relatime
+// would have updated an access time a year old on the first read.
+TEST_CASE("a replay leaves its target's access time as it was") {
+  TempDir dir;
+  std::vector<format::Io> ios;
+  for (int i = 0; i < 100; ++i) ios.push_back(make_io(i * 10'000, format::Op::kRead, (i % 64) * 4096ull, 4096));
+  const std::string trace = dir.file("src.iotape"), target = dir.file("target.img"), result = dir.file("r.iotape");
+  write_trace(trace, ios, kMiB);
+  write_file(target, std::string(kMiB, 'x'));
+  const timespec a_year_ago{::time(nullptr) - 365 * 86400, 0};
+  const timespec times[2] = {a_year_ago, {0, UTIME_OMIT}};
+  REQUIRE(::utimensat(AT_FDCWD, target.c_str(), times, 0) == 0);
+  const auto r = test::run(replay_cmd(trace, target, result, "--timing afap --qd 4 --times user"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_all(result).size() == ios.size());
+  struct stat st;
+  REQUIRE(::stat(target.c_str(), &st) == 0);
+  CHECK(st.st_atim.tv_sec == a_year_ago.tv_sec);
+}
+
 // Without BPF (here: not root) the replay says so and keeps its own times.
 TEST_CASE("a replay that cannot observe the device falls back to the replayer's times and says so", "[root]") {
   if (!test::require_root("run a replay as another user")) return;
