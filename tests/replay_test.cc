@@ -1348,11 +1348,11 @@ TEST_CASE("split and merged requests give each IO the span of the requests that 
   if (!test::require_root("load BPF programs, attach loop devices and use the blk tracer")) return;
   TempDir dir;
   LoopDevice loop(64 * kMiB);  // which puts back both settings
+  constexpr uint64_t kLargest = 16 * 1024, kRead = 128 * 1024, kWrite = 4096, kWriteStart = 48 * kMiB;
   const std::string limit = "/sys/block/" + loop.name() + "/queue/max_sectors_kb";
-  write_file(limit, "16\n");
+  write_file(limit, std::to_string(kLargest / 1024) + "\n");
   write_file("/sys/block/" + loop.name() + "/queue/nomerges", "0\n");
-  REQUIRE(std::stoul(read_file(limit)) == 16);
-  constexpr uint64_t kRead = 128 * 1024, kWrite = 4096, kWriteStart = 48 * kMiB;
+  REQUIRE(std::stoul(read_file(limit)) == kLargest / 1024);
   std::vector<uint64_t> slots(kWriteStart / kRead);
   for (size_t i = 0; i < slots.size(); ++i) slots[i] = i * kRead;
   std::shuffle(slots.begin(), slots.end(), std::mt19937_64(11));
@@ -1386,7 +1386,7 @@ TEST_CASE("split and merged requests give each IO the span of the requests that 
   size_t reads_split = 0, writes_merged = 0, requests_read = 0;
   for (const auto& q : requests) {
     requests_read += q.op == 'R';
-    CHECK(q.length <= 16 * 1024);
+    CHECK(q.length <= kLargest);
   }
   format::TraceReader rr(result);
   const auto out = read_all(result);
@@ -1402,7 +1402,7 @@ TEST_CASE("split and merged requests give each IO the span of the requests that 
     // The requests of the IO's op that overlap its range: each served it.
     auto it = std::upper_bound(requests.begin(), requests.end(), io.offset,
                                [](uint64_t off, const auto& q) { return off < q.offset; });
-    while (it != requests.begin() && std::prev(it)->offset + 16 * 1024 > io.offset) --it;
+    while (it != requests.begin() && std::prev(it)->offset + kLargest > io.offset) --it;
     int64_t first = INT64_MAX, last = INT64_MIN;
     int parts = 0;
     for (; it != requests.end() && it->offset < io.end(); ++it)
@@ -1430,7 +1430,7 @@ TEST_CASE("split and merged requests give each IO the span of the requests that 
   CHECK(static_cast<double>(wrong_requests.size()) <= 0.005 * static_cast<double>(checked));
   CHECK(untimed <= ios.size() / 300);
   // The device split every read in eight and merged some writes: the case is the one meant.
-  CHECK(requests_read == 300 * kRead / (16 * 1024));
+  CHECK(requests_read == 300 * kRead / kLargest);
   CHECK(reads_split >= 300 - untimed);
   CHECK(std::stoull(rr.metadata().at("replay.device_split_ios")) == reads_split);
   INFO("requests that served several writes: " << writes_merged);
