@@ -21,7 +21,10 @@
 #        fio. Issue-time error per IO is measured for both tools alike by a
 #        bpftrace probe on io_uring_submit_req: submit time minus (first
 #        submit + k / rate). Also the total duration of each replay.
-# Needs root, fio, bpftrace, python3. Cleans up its loop device and files
+# BACKING=disk puts the loop device over a file on /var/tmp's disk with
+# direct IO, whose service time is not this machine's CPU (the default, a
+# tmpfs file, is served by the loop device's worker on the CPUs the tools
+# use). Needs root, fio, bpftrace, python3. Cleans up its loop device and files
 # (KEEP=DIR copies the work files there first). IDLE_POLL_NS=N: idle vCPUs
 # poll N ns before halting during the run (bench/idle_poll.sh says why).
 set -euo pipefail
@@ -32,9 +35,13 @@ IOTAPE=$B/cli/iotape
 GEN=$B/bench/replay_gen
 HOOK_FLOOR=$B/bench/hook_floor
 W=$(mktemp -d /tmp/iotape-replay-bench-XXXXXX)
-DISK=$(mktemp /dev/shm/iotape-replay-bench-XXXXXX)
+case ${BACKING:-tmpfs} in
+  tmpfs) DISK=$(mktemp /dev/shm/iotape-replay-bench-XXXXXX); DIRECT_IO=off ;;
+  disk) DISK=$(mktemp /var/tmp/iotape-replay-bench-XXXXXX); DIRECT_IO=on ;;
+  *) echo "BACKING=${BACKING}: tmpfs or disk" >&2; exit 2 ;;
+esac
 truncate -s 1G "$DISK"
-LOOP=$(losetup -f --show "$DISK")
+LOOP=$(losetup -f --show --direct-io=$DIRECT_IO "$DISK")
 BPF_PID=
 FLOOR_PID=
 cleanup() {
@@ -50,7 +57,7 @@ idle_poll_apply
 [ -n "${KEEP:-}" ] && trap "cp -r $W/. $KEEP/; cleanup" EXIT
 # Data in every block, so reads are not of holes.
 dd if=/dev/urandom of="$LOOP" bs=1M count=1024 oflag=direct status=none
-echo "device $LOOP on $DISK; load: $(cut -d' ' -f1-3 /proc/loadavg); $(idle_poll_describe)"
+echo "device $LOOP on $DISK (direct IO $DIRECT_IO); load: $(cut -d' ' -f1-3 /proc/loadavg); $(idle_poll_describe)"
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

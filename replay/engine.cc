@@ -132,7 +132,7 @@ struct UringEngine::Impl {
   bool prepare(const ReplayIo& io, uint32_t tag);
   int64_t submit();
   void reap(std::vector<Completion>& out);
-  void wait(int64_t deadline_ns, int64_t poll_ns);
+  bool wait(int64_t deadline_ns, int64_t poll_ns);
 
   io_uring_sqe* get_sqe();
   bool discard(const ReplayIo& io, uint32_t tag);  // true: done by ioctl, at once
@@ -350,8 +350,8 @@ void UringEngine::Impl::reap(std::vector<Completion>& out) {
   for (size_t i = first; i < out.size(); ++i) out[i].complete_ns = now;
 }
 
-void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
-  if (!immediate_.empty()) return;
+bool UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
+  if (!immediate_.empty()) return false;
   io_uring* ring = ring_.get();
   io_uring_cqe* cqe;
   int64_t now = host::monotonic_ns();
@@ -360,7 +360,7 @@ void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
     if (ring_.deferred()) io_uring_get_events(ring);
     if (io_uring_cq_ready(ring)) {
       events_fresh_ = true;
-      return;
+      return true;
     }
     // A thread waiting on this CPU may be the device's own work (a loop
     // device's worker, the io-wq worker running an fsync): it goes first.
@@ -375,11 +375,12 @@ void UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
     io_uring_wait_cqe(ring, &cqe);
   } else {
     const int64_t left = deadline_ns - now;
-    if (left <= 0) return;
+    if (left <= 0) return false;
     __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};
     io_uring_wait_cqe_timeout(ring, &cqe, &ts);
   }
   events_fresh_ = true;
+  return false;
 }
 
 UringEngine::UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight,
@@ -395,6 +396,6 @@ bool UringEngine::runs_at_once(const ReplayIo& io) const {
 }
 int64_t UringEngine::submit() { return impl_->submit(); }
 void UringEngine::reap(std::vector<Completion>& out) { impl_->reap(out); }
-void UringEngine::wait(int64_t deadline_ns, int64_t poll_ns) { impl_->wait(deadline_ns, poll_ns); }
+bool UringEngine::wait(int64_t deadline_ns, int64_t poll_ns) { return impl_->wait(deadline_ns, poll_ns); }
 
 }  // namespace iotape::replay

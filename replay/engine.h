@@ -65,8 +65,9 @@ class UringEngine {
   // costs more than a fast device's whole service time on a VM (about 10 us
   // here), so a completion expected soon is polled for, yielding the CPU to
   // any thread that waits for it; one that is not (nothing in flight, a slow
-  // device) is slept for, on a timer without slack.
-  void wait(int64_t deadline_ns, int64_t poll_ns = 0);
+  // device) is slept for, on a timer without slack. Returns whether the poll
+  // found a completion.
+  bool wait(int64_t deadline_ns, int64_t poll_ns = 0);
 
  private:
   struct Impl;  // the ring and the buffers: liburing stays out of this header

@@ -69,6 +69,8 @@ struct Lanes {
         end_ns[i] = host::monotonic_ns();
         cpu_ns[i] = thread.cpu_ns();
         wait_ns[i] = thread.wait_ns() + loop.blocked_ns();
+        outs[i].completion_polls_hit = loop.completion_poll().hits();
+        outs[i].completion_polls_missed = loop.completion_poll().misses();
       }
       loop.hand_over_rest();
     } catch (...) {
@@ -103,6 +105,8 @@ LanesRun run_lanes(const Prepared& p, ScheduleFeed& feed, ResultWriter& result, 
   for (uint32_t i = 0; i < lanes.n; ++i) {
     run.end_ns = std::max(run.end_ns, lanes.end_ns[i]);
     out.interrupted |= lanes.outs[i].interrupted;
+    out.completion_polls_hit += lanes.outs[i].completion_polls_hit;
+    out.completion_polls_missed += lanes.outs[i].completion_polls_missed;
     for (const IoFailure& f : lanes.outs[i].failures)
       if (out.failures.size() < Outcome::kKeptFailures) out.failures.push_back(f);
   }

@@ -8,13 +8,12 @@ namespace iotape::replay {
 namespace {
 
 constexpr uint64_t kSlots = 1u << 14;      // IOs between the oldest unfinished one and the newest
-// With IOs in flight, poll this long for a completion before sleeping: on
-// this kind of VM a sleeping thread takes 10-20 us to wake, longer than a
-// fast device's whole service time, and the replay would fall behind the
-// recording at queue depth 1 (measured: 20 us keeps a QD1 capture's duration,
-// 5-10 us does not).
-constexpr int64_t kPollNs = 20'000;
-// With this many IOs in flight the device has work for longer than a
+// With fewer IOs in flight than this, a completion is polled for before
+// sleeping (completion_poll.h says for how long and when not): on this kind
+// of VM a sleeping thread takes 10-20 us to wake, longer than a fast device's
+// whole service time, and the replay would fall behind the recording at
+// queue depth 1 (measured: a 20 us poll keeps a QD1 capture's duration, 5-10
+// us does not). With this many IOs in flight the device has work for longer than a
 // wake-up takes: the replayer sleeps for the next completion instead, and
 // leaves the CPU to a device that needs it (a loop device's worker). Polling
 // at any depth cost afap QD32 on a tmpfs loop device 3.2 us of CPU per IO
@@ -268,14 +267,17 @@ void IssueLoop::wait(int64_t now, int64_t wake) {
   // With IOs in flight and nothing due, the next completion is the next
   // event: wait for it without a timer (a signal interrupts the wait).
   int64_t deadline = wake == INT64_MAX ? (in_flight_ > 0 ? INT64_MAX : now + 100'000'000) : wake;
-  int64_t poll = in_flight_ > 0 && in_flight_ < kPollMaxInFlight ? kPollNs : 0;
+  const bool for_completion = in_flight_ > 0 && in_flight_ < kPollMaxInFlight;
+  int64_t poll = for_completion ? poll_.budget() : 0;
   if (wake != INT64_MAX) {
     if (wake - now <= kLeadNs)
       poll = wake - now;  // close: poll to the deadline
     else
       deadline = wake - kLeadNs;  // sleep to just before it, then poll the rest
   }
-  engine_.wait(deadline, poll);
+  const bool hit = engine_.wait(deadline, poll);
+  // A poll cut short by the deadline says nothing of the device, unless it found a completion.
+  if (for_completion && poll == CompletionPoll::kPollNs && (hit || deadline - now >= poll)) poll_.found(hit);
 }
 
 void IssueLoop::hand_over_rest() {

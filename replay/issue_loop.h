@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "replay/batch_queue.h"
+#include "replay/completion_poll.h"
 #include "replay/dependency.h"
 #include "replay/engine.h"
 #include "replay/fidelity.h"
@@ -157,6 +158,8 @@ class IssueLoop {
   // The time run() waited for the decoder or the result's thread (blocked on
   // the feed with nothing in flight, or on a full result queue).
   int64_t blocked_ns() const { return blocked_ns_; }
+  // Its polls for a completion before sleeping (completion_poll.h).
+  const CompletionPoll& completion_poll() const { return poll_; }
 
  private:
   struct Admitted {
@@ -188,6 +191,7 @@ class IssueLoop {
 
   std::vector<Slot> slots_;  // ring of the IOs from head_ to next_seq_
   DependencyTracker deps_;
+  CompletionPoll poll_;
   std::vector<Slot> finished_;  // finished IOs not yet handed over
   std::vector<Completion> done_;
   std::vector<uint32_t> pending_;  // slots prepared, not yet submitted

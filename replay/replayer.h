@@ -82,6 +82,9 @@ struct Outcome {
   int64_t cpu_ns = 0;              // the replay's own CPU time (all its threads, user + system)
   double host_cpu_busy = 0;        // share of all CPUs' time that was busy during the replay
   int64_t issue_cpu_ns = 0;        // the issue threads' own CPU time (RUSAGE_THREAD), summed
+  // The issue threads' polls for a completion before sleeping that found
+  // one, and that ran out (completion_poll.h).
+  uint64_t completion_polls_hit = 0, completion_polls_missed = 0;
   std::vector<ThreadUse> issue_threads;        // how each issue thread spent the replay
   std::vector<DeviceBusy::Share> device_busy;  // the targets' devices' busy shares (io_ticks)
   // Why the figures measure this host rather than the drive, when they do

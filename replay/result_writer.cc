@@ -269,6 +269,8 @@ void ResultWriter::write_outcome(const Outcome& out, bool prefilled) {
     busy += fmt::format("{}{:.3f}", busy.empty() ? "" : " ", t.busy);
     waiting += fmt::format("{}{:.3f}", waiting.empty() ? "" : " ", t.waiting);
   }
+  writer_.set_metadata("replay.completion_polls_hit", std::to_string(out.completion_polls_hit));
+  writer_.set_metadata("replay.completion_polls_missed", std::to_string(out.completion_polls_missed));
   writer_.set_metadata("replay.issue_threads", std::to_string(out.issue_threads.size()));
   writer_.set_metadata("replay.issue_thread_utilisation", busy);
   writer_.set_metadata("replay.issue_thread_host_wait", waiting);
