@@ -73,7 +73,10 @@ record() {  # NAME FIO_ARGS...: a 3 s fio run captured by iotape record
   wait $rec
 }
 
-replay_traced() {  # NAME: replay under the blk tracer; prints the tracer's union of request intervals (ns)
+# NAME: replay under the blk tracer; prints the tracer's union of the
+# intervals of the requests issued from the replay's start on (the prefill
+# before it, which the result leaves out, is left out too)
+replay_traced() {
   echo nop > $T/current_tracer
   echo mono > $T/trace_clock
   echo 262144 > $T/buffer_size_kb
@@ -87,9 +90,11 @@ replay_traced() {  # NAME: replay under the blk tracer; prints the tracer's unio
   echo nop > $T/current_tracer
   echo 1 > $T/tracing_on
   echo 0 > /sys/block/$NAME/trace/enable
-  python3 - "$W/blk.txt" "$(stat -c '%Hr,%Lr' "$LOOP")" <<'PY'
+  local start
+  start=$("$IOTAPE" info --json "$W/$1-traced.iot" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["replay.start_ns"])')
+  python3 - "$W/blk.txt" "$(stat -c '%Hr,%Lr' "$LOOP")" "$start" <<'PY'
 import sys, collections
-dev = sys.argv[2]
+dev, start = sys.argv[2], int(sys.argv[3])
 issued = collections.defaultdict(collections.deque)
 spans = []
 for line in open(sys.argv[1]):
@@ -105,7 +110,7 @@ for line in open(sys.argv[1]):
     key = (w[i + 2], w[i + 3], w[i + 5]) if ranged else (w[i + 2], '', '')
     if w[i + 1] == 'D': issued[key].append(ns)
     elif issued[key]: spans.append((issued[key].popleft(), ns))
-spans.sort()
+spans = sorted(span for span in spans if span[0] >= start)
 total, start, end = 0, None, None
 for a, b in spans:
     if end is None or a > end:
