@@ -167,6 +167,14 @@ void add_replay_command(CLI::App& app) {
                   "Every replay prints and records its CPU per IO, each issue thread's utilisation and each "
                   "device's busy share, and warns when the threads, not the devices, were saturated")
       ->capture_default_str();
+  sub->add_flag("--iopoll", a->o.ring.iopoll,
+                "Polled completions (io_uring IOPOLL): each issue thread polls the device for its completions "
+                "instead of waiting for an interrupt, spinning while IOs are in flight. Reads and writes only, "
+                "onto devices with poll queues (queue/io_poll is 1: NVMe with the nvme module's poll_queues); "
+                "anything else is refused before the replay starts");
+  sub->add_flag("--sqpoll", a->o.ring.sqpoll,
+                "A kernel thread per issue thread takes the submissions (io_uring SQPOLL), so submitting costs "
+                "no system call; it spins on a CPU of its own while IOs are submitted");
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();

@@ -1,8 +1,9 @@
 #include "replay/engine.h"
 
 #include <fcntl.h>
-#include <linux/fs.h>
+#include <fmt/format.h>
 #include <liburing.h>
+#include <linux/fs.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -71,14 +72,20 @@ class Mapping {
 // An io_uring for `max_in_flight` IOs, torn down when destroyed.
 class Ring {
  public:
-  explicit Ring(uint32_t max_in_flight) {
+  Ring(uint32_t max_in_flight, RingSetup setup) {
     unsigned entries = 64;
     while (entries < max_in_flight * 2 && entries < 4096) entries *= 2;
     // One thread owns the ring, so completions can wait until it asks for them
     // (DEFER_TASKRUN) instead of interrupting it; kernels before 6.1 refuse
     // that with EINVAL and get the plain ring, without the flags they lack.
-    unsigned flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
-                     IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    // A ring with a submission thread takes none of these (EINVAL): its
+    // completions are posted by that thread.
+    unsigned flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+    if (setup.sqpoll)
+      flags |= IORING_SETUP_SQPOLL;
+    else
+      flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    if (setup.iopoll) flags |= IORING_SETUP_IOPOLL;
     for (;;) {
       io_uring_params p{};
       p.flags = flags;
@@ -92,10 +99,11 @@ class Ring {
       } else if (r == -EINVAL && (flags & IORING_SETUP_SUBMIT_ALL)) {
         flags &= ~IORING_SETUP_SUBMIT_ALL;  // 5.18: before it, a batch stops at an SQE that fails to submit
       } else {
-        throw format::error_errno("io_uring", "cannot set up a ring", -r);
+        throw format::error_errno("io_uring", fmt::format("cannot set up a ring ({})", describe_ring(setup)), -r);
       }
     }
     deferred_ = flags & IORING_SETUP_DEFER_TASKRUN;
+    polled_here_ = setup.iopoll && !setup.sqpoll;
     // Spares a file lookup on every io_uring_enter; optional (kernel 5.18).
     io_uring_register_ring_fd(&ring_);
   }
@@ -105,10 +113,16 @@ class Ring {
 
   io_uring* get() { return &ring_; }
   bool deferred() const { return deferred_; }  // IORING_SETUP_DEFER_TASKRUN took
+  // IOPOLL without a submission thread: completions are found only when
+  // this thread enters the kernel to look for them.
+  bool polled_here() const { return polled_here_; }
+  // Completions appear only when this thread enters the kernel for them.
+  bool enter_for_events() const { return deferred_ || polled_here_; }
 
  private:
   io_uring ring_{};
   bool deferred_ = false;
+  bool polled_here_ = false;
 };
 
 void fill(const Mapping& m, const DataPattern& d) {
@@ -128,11 +142,14 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 struct UringEngine::Impl {
-  Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
+  Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data,
+       RingSetup ring);
   bool prepare(const ReplayIo& io, uint32_t tag);
   int64_t submit();
   void reap(std::vector<Completion>& out);
   bool wait(int64_t deadline_ns, int64_t poll_ns);
+  // wait() on a ring whose completions this thread polls from the device.
+  bool poll_device(int64_t deadline_ns);
 
   io_uring_sqe* get_sqe();
   bool discard(const ReplayIo& io, uint32_t tag);  // true: done by ioctl, at once
@@ -152,12 +169,13 @@ struct UringEngine::Impl {
   // Block devices: discard through io_uring (kernel >= 6.12), probed once;
   // otherwise through a blocking BLKDISCARD ioctl.
   bool uring_discard_ = false;
+  bool iopoll_ = false;        // the kernel polls only reads and writes
   bool events_fresh_ = false;  // io_uring_enter ran since the last reap()
 };
 
 UringEngine::Impl::Impl(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight,
-                        DataPattern data)
-    : targets_(targets), ring_(max_in_flight) {
+                        DataPattern data, RingSetup ring)
+    : targets_(targets), ring_(max_in_flight, ring), iopoll_(ring.iopoll) {
   const uint64_t reg = round_up(std::max<uint64_t>(std::min(max_length, kRegisteredLimit), 4096), 4096);
   read_buf_ = Mapping(reg);
   write_buf_ = Mapping(reg + kWriteRotation);
@@ -175,7 +193,7 @@ UringEngine::Impl::Impl(const std::vector<Target>& targets, uint64_t max_length,
   for (const auto& t : targets) fds.push_back(t.fd);
   if (int r = io_uring_register_files(ring_.get(), fds.data(), static_cast<unsigned>(fds.size())); r < 0)
     throw format::error_errno("io_uring", "cannot register target files", -r);
-  uring_discard_ = probe_uring_discard();
+  uring_discard_ = !iopoll_ && probe_uring_discard();
 }
 
 bool UringEngine::Impl::probe_uring_discard() {
@@ -265,6 +283,10 @@ bool UringEngine::Impl::prepare(const ReplayIo& io, uint32_t tag) {
                             ? format::Op::kFlush
                             : io.op;
   const bool transfer = op == format::Op::kRead || op == format::Op::kWrite;
+  if (iopoll_ && (!transfer || (io.flags & format::flag::kPreflush))) {
+    complete_now(tag, -EOPNOTSUPP);
+    return false;
+  }
   if (transfer && io.length > kMaxTransfer) {  // the kernel would move only part of it
     complete_now(tag, -EINVAL);
     return false;
@@ -317,7 +339,7 @@ int64_t UringEngine::Impl::submit() {
   const int64_t now = host::monotonic_ns();
   if (io_uring_sq_ready(ring_.get()) == 0) return now;  // get_sqe() already submitted them
   int r;
-  do r = ring_.deferred() ? io_uring_submit_and_get_events(ring_.get()) : io_uring_submit(ring_.get());
+  do r = ring_.enter_for_events() ? io_uring_submit_and_get_events(ring_.get()) : io_uring_submit(ring_.get());
   while (r == -EINTR || r == -EAGAIN);
   if (r < 0) throw format::error_errno("io_uring", "submit failed", -r);
   events_fresh_ = true;
@@ -330,9 +352,9 @@ void UringEngine::Impl::reap(std::vector<Completion>& out) {
     out.insert(out.end(), immediate_.begin(), immediate_.end());
     immediate_.clear();
   }
-  // Deferred completions are posted only inside io_uring_enter; submit() and
-  // wait() have just been there, otherwise go and fetch them.
-  if (ring_.deferred() && !events_fresh_) io_uring_get_events(ring_.get());
+  // Deferred and polled completions are posted only inside io_uring_enter;
+  // submit() and wait() have just been there, otherwise go and fetch them.
+  if (ring_.enter_for_events() && !events_fresh_) io_uring_get_events(ring_.get());
   events_fresh_ = false;
   io_uring_cqe* cqe;
   unsigned head, seen = 0;
@@ -354,6 +376,7 @@ bool UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
   if (!immediate_.empty()) return false;
   io_uring* ring = ring_.get();
   io_uring_cqe* cqe;
+  if (ring_.polled_here()) return poll_device(deadline_ns);
   int64_t now = host::monotonic_ns();
   const int64_t poll_end = std::min(deadline_ns, now + poll_ns);
   while (now < poll_end) {
@@ -383,9 +406,25 @@ bool UringEngine::Impl::wait(int64_t deadline_ns, int64_t poll_ns) {
   return false;
 }
 
+bool UringEngine::Impl::poll_device(int64_t deadline_ns) {
+  io_uring* ring = ring_.get();
+  events_fresh_ = true;
+  if (deadline_ns == INT64_MAX) {
+    // The kernel polls the device until a completion comes.
+    io_uring_cqe* cqe;
+    return io_uring_wait_cqe(ring, &cqe) == 0;
+  }
+  // One pass over the device's poll queues per entry, until the deadline.
+  for (;;) {
+    io_uring_get_events(ring);
+    if (io_uring_cq_ready(ring)) return true;
+    if (host::monotonic_ns() >= deadline_ns) return false;
+  }
+}
+
 UringEngine::UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight,
-                         DataPattern data)
-    : impl_(std::make_unique<Impl>(targets, max_length, max_in_flight, data)) {}
+                         DataPattern data, RingSetup ring)
+    : impl_(std::make_unique<Impl>(targets, max_length, max_in_flight, data, ring)) {}
 UringEngine::~UringEngine() = default;
 UringEngine::UringEngine(UringEngine&&) noexcept = default;
 UringEngine& UringEngine::operator=(UringEngine&&) noexcept = default;

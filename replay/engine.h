@@ -13,6 +13,12 @@
 // offset in a pool larger than the largest IO, so consecutive writes do not
 // carry identical data. Targets are registered files.
 //
+// RingSetup (replay/options.h) chooses polled completions (IOPOLL: this
+// thread polls the device whenever it enters the kernel, and waiting for a
+// completion spins) and a kernel thread that submits (SQPOLL). With IOPOLL,
+// an operation other than a read or a write completes at once with
+// -EOPNOTSUPP: the kernel polls only those.
+//
 // The ring and the buffers are the engine's own, released when it is
 // destroyed (IOs still in flight are abandoned); it moves, it does not copy.
 #pragma once
@@ -40,8 +46,10 @@ struct Completion {
 class UringEngine {
  public:
   // `max_length`: the largest IO; `max_in_flight`: the most IOs outstanding.
-  // REQUIRES: `targets` outlive the engine, their fds open. Throws IoError.
-  UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data);
+  // REQUIRES: `targets` outlive the engine, their fds open. Throws IoError,
+  // naming the flag when the kernel refuses the ring `ring` asks for.
+  UringEngine(const std::vector<Target>& targets, uint64_t max_length, uint32_t max_in_flight, DataPattern data,
+              RingSetup ring = {});
   ~UringEngine();
   UringEngine(UringEngine&&) noexcept;
   UringEngine& operator=(UringEngine&&) noexcept;
@@ -65,7 +73,8 @@ class UringEngine {
   // costs more than a fast device's whole service time on a VM (about 10 us
   // here), so a completion expected soon is polled for, yielding the CPU to
   // any thread that waits for it; one that is not (nothing in flight, a slow
-  // device) is slept for, on a timer without slack. Returns whether the poll
+  // device) is slept for, on a timer without slack. With IOPOLL it polls the
+  // device until either comes, whatever `poll_ns`. Returns whether the poll
   // found a completion.
   bool wait(int64_t deadline_ns, int64_t poll_ns = 0);
 

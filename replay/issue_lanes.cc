@@ -56,7 +56,7 @@ struct Lanes {
     try {
       const ReplayOptions& o = p.options;
       const uint32_t limit = o.qd ? lane_share(o.qd, n, i) : o.max_in_flight;
-      UringEngine engine(p.targets, p.plan.max_length, limit, o.data);
+      UringEngine engine(p.targets, p.plan.max_length, limit, o.data, o.ring);
       static const std::function<void(const Progress&)> kNone;
       IssueLoop loop(o, engine, feed.lane(i), result.queue(i), fidelity, outs[i], limit, p.plan.ios,
                      i == 0 ? progress : kNone, counts, i);

@@ -98,6 +98,11 @@ const char* prefill_name(Prefill p) {
   return "auto";
 }
 
+std::string describe_ring(const RingSetup& r) {
+  if (r.sqpoll) return r.iopoll ? "sqpoll+iopoll" : "sqpoll";
+  return r.iopoll ? "iopoll" : "interrupt";
+}
+
 std::string describe(const ReplayOptions& o) {
   std::string s = fmt::format("timing={} speed={} qd={} max_idle={} events={} fit={} data=",
                               o.timing == Timing::kOriginal ? "original" : "afap", o.speed,
@@ -112,6 +117,7 @@ std::string describe(const ReplayOptions& o) {
                      o.window.end_ns ? fmt::format("{}ns", *o.window.end_ns) : std::string());
   s += fmt::format(" prefill={}", prefill_name(o.prefill));
   if (o.threads > 1) s += fmt::format(" threads={}", o.threads);
+  if (o.ring.iopoll || o.ring.sqpoll) s += " ring=" + describe_ring(o.ring);
   if (o.stop_on_error) s += " stop_on_error";
   if (o.force) s += " force";
   return s;

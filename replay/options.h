@@ -47,6 +47,19 @@ struct DataPattern {
   int compress_percent = 0;  // kCompressible: share of every 4 KiB block that is zeroes
 };
 
+// How each issue thread's io_uring submits and completes (its setup flags).
+struct RingSetup {
+  // IORING_SETUP_IOPOLL: completions are polled from the device's poll queues
+  // instead of interrupting; reads and writes only, O_DIRECT, onto devices
+  // with poll queues (queue/io_poll). The issue thread spins while IOs are in
+  // flight, as a device this fast is worth a core.
+  bool iopoll = false;
+  // IORING_SETUP_SQPOLL: a kernel thread takes the submissions off the ring,
+  // so submitting costs the issue thread no system call; it spins on a CPU
+  // of its own while the replay submits.
+  bool sqpoll = false;
+};
+
 // One --device-map entry: a trace device to a target index. The device is
 // named by its index when source_index is set, else by its name in the
 // trace's device table when source_name is set, else by MAJ:MIN.
@@ -85,6 +98,7 @@ struct ReplayOptions {
   // Issue threads, each with a ring of its own (replay/issue_lanes.h): above
   // 1 only with afap timing and a fixed qd, which they share out.
   uint32_t threads = 1;
+  RingSetup ring;
 
   int64_t effective_max_idle_ns() const;  // -1 = no cap
 };
@@ -96,5 +110,6 @@ std::vector<DeviceMapEntry> parse_device_map(const std::string& text, const std:
 std::string describe_data(const DataPattern& d);           // parse_data's inverse
 const char* prefill_name(Prefill p);                       // "none", "reads", "full" ("auto" unsettled)
 std::string describe(const ReplayOptions& o);              // one line, for the result header and --dry-run
+std::string describe_ring(const RingSetup& r);             // "interrupt", "iopoll", "sqpoll", "sqpoll+iopoll"
 
 }  // namespace iotape::replay

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -58,6 +59,34 @@ void check_threads(ReplayOptions& o) {
   o.max_idle_ns = 0;
 }
 
+// IOPOLL (RingSetup::iopoll): the kernel polls O_DIRECT reads and writes on
+// devices with poll queues, and nothing else.
+void check_iopoll(const Prepared& p) {
+  if (!p.options.ring.iopoll) return;
+  const auto& n = p.plan.by_op;
+  const uint64_t others = p.plan.ios - n[static_cast<int>(format::Op::kRead)] - n[static_cast<int>(format::Op::kWrite)];
+  if (others || p.plan.preflush_writes)
+    throw format::UsageError(fmt::format(
+        "--iopoll replays only reads and writes, the IOs the kernel polls: the trace has {} flushes, {} discards, "
+        "{} write-zeroes, {} other IOs and {} writes with a flush before them",
+        n[static_cast<int>(format::Op::kFlush)], n[static_cast<int>(format::Op::kDiscard)],
+        n[static_cast<int>(format::Op::kWriteZeroes)], n[static_cast<int>(format::Op::kOther)],
+        p.plan.preflush_writes));
+  for (const Target& t : p.targets) {
+    if (!t.direct) throw format::UsageError(t.path + ": --iopoll needs O_DIRECT, which its filesystem refuses");
+    // A partition's queue is its disk's.
+    const std::string dev = fmt::format("/sys/dev/block/{}:{}", t.dev_major, t.dev_minor);
+    std::ifstream in(dev + "/queue/io_poll");
+    if (!in) in.open(dev + "/../queue/io_poll");
+    int polls = 0;
+    if (!(in >> polls) || polls != 1)
+      throw format::UsageError(fmt::format(
+          "--iopoll: {} is on {}:{}, which has no poll queues ({}/queue/io_poll is not 1; an NVMe drive gets them "
+          "from the nvme module's poll_queues parameter)",
+          t.path, t.dev_major, t.dev_minor, dev));
+  }
+}
+
 }  // namespace
 
 Prepared prepare_replay(const ReplayOptions& o) {
@@ -95,6 +124,7 @@ Prepared prepare_replay(const ReplayOptions& o) {
   if (p.source_status.damaged)
     p.warnings.push_back("the source trace is damaged; only the IOs before the damage are replayed: " +
                          p.source_status.message);
+  check_iopoll(p);
   if (!p.plan.unfit.empty())
     throw format::UsageError(fmt::format("the trace does not fit the target (--fit wrap or scale to map it): {}",
                                          fmt::join(p.plan.unfit, "; ")));

@@ -47,6 +47,7 @@ v1::TraceHeader result_header(const Prepared& p, const v1::TraceHeader& source, 
   m["replay.options"] = describe(p.options);
   m["replay.targets"] = fmt::format("{}", fmt::join(p.options.targets, " "));
   m["replay.prefill"] = prefill_name(p.options.prefill);
+  m["replay.ring"] = describe_ring(p.options.ring);
   m["replay.version"] = format::kVersion;
   if (!p.cpu_idle.empty()) m["host.cpu_idle"] = p.cpu_idle;
   if (device) {

@@ -213,6 +213,7 @@ Plan make_plan(format::TraceReader& reader, const std::vector<Target>& targets, 
     timeline.add(t, io->has_complete() ? io->complete_ns : format::kNoTime, p.last_due_ns, idle);
     ++p.ios;
     ++p.by_op[static_cast<int>(io->op)];
+    p.preflush_writes += io->op == format::Op::kWrite && (io->flags & format::flag::kPreflush);
     p.bytes_by_op[static_cast<int>(io->op)] += io->length;
     p.max_length = std::max(p.max_length, io->length);
     if (io->has_complete()) ++p.with_completion;

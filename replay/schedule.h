@@ -153,6 +153,7 @@ struct Plan {
   uint64_t kernel_flushes = 0;    // flushes the replayed fsyncs make again (see WindowedSource)
   uint64_t by_op[format::kOpCount] = {};
   uint64_t bytes_by_op[format::kOpCount] = {};
+  uint64_t preflush_writes = 0;  // writes with a flush before them (replayed as an fsync, then the write)
   uint64_t max_length = 0;
   int64_t span_ns = 0;            // recorded time from the first to the last IO
   int64_t last_due_ns = 0;        // original timing: due time of the last IO

@@ -699,6 +699,63 @@ TEST_CASE("replay --threads: what several rings cannot replay is refused", "[thr
   }
 }
 
+TEST_CASE("replay --sqpoll: a kernel thread submits, and every IO reaches the device once", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(64 * kMiB);
+  REQUIRE(test::run("dd if=/dev/urandom of=" + loop.path() + " bs=1M count=64 oflag=direct status=none").exit_code ==
+          0);
+  // Original timing over 1.6 s, so that the replay's threads can be looked at while it runs.
+  const int n = 4000;
+  std::vector<format::Io> ios = random_reads(n, 77, 60 * kMiB);
+  for (int i = 0; i < n; ++i)
+    ios[i].issue_ns = ios[i].queue_ns = i * 400'000, ios[i].complete_ns = ios[i].issue_ns + 20'000;
+  const std::string trace = dir.file("src.iotape"), result = dir.file("r.iotape");
+  write_trace(trace, ios, 64 * kMiB);
+  test::run("udevadm settle");
+  const auto before = test::block_stat(loop.name());
+  // The kernel names a ring's submission thread iou-sqp-PID, a thread of the process.
+  const auto r = test::run(replay_cmd(trace, loop.path(), result, "--sqpoll --times user --prefill none") + " >" +
+                           dir.file("out") + " 2>&1 & p=$!; sleep 0.8; cat /proc/$p/task/*/comm; wait $p");
+  const auto after = test::block_stat(loop.name());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("iou-sqp-") != std::string::npos);
+  CHECK(after.read_ios - before.read_ios == static_cast<uint64_t>(n));
+  format::TraceReader rr(result);
+  CHECK(rr.header().metadata().at("replay.ring") == "sqpoll");
+  uint64_t read = 0, failed = 0;
+  for (auto b = rr.next_batch(); !b.empty(); b = rr.next_batch())
+    for (const auto& io : b) read += io.op == format::Op::kRead, failed += io.status != 0;
+  CHECK(read == static_cast<uint64_t>(n));
+  CHECK(failed == 0);
+}
+
+TEST_CASE("replay --iopoll: what the kernel cannot poll is refused before anything is issued", "[root]") {
+  if (!test::require_root("attach loop devices")) return;
+  TempDir dir;
+  LoopDevice loop(16 * kMiB);
+  const std::string reads = dir.file("reads.iotape"), mixed = dir.file("mixed.iotape"), result = dir.file("r.iotape");
+  write_trace(reads, random_reads(100, 5, 8 * kMiB), 16 * kMiB);
+  std::vector<format::Io> with_flush = random_reads(100, 6, 8 * kMiB);
+  with_flush.push_back(make_io(200'000, format::Op::kFlush, 0, 0));
+  write_trace(mixed, with_flush, 16 * kMiB);
+  test::run("udevadm settle");
+  const auto before = test::block_stat(loop.name());
+  const auto ops = test::run(replay_cmd(mixed, loop.path(), result, "--iopoll --prefill none") + " 2>&1");
+  const auto device = test::run(replay_cmd(reads, loop.path(), result, "--iopoll --prefill none") + " 2>&1");
+  const auto after = test::block_stat(loop.name());
+  INFO(ops.output << device.output);
+  CHECK(ops.exit_code == 64);
+  CHECK(ops.output.find("--iopoll replays only reads and writes") != std::string::npos);
+  CHECK(ops.output.find("1 flushes") != std::string::npos);
+  CHECK(device.exit_code == 64);
+  CHECK(device.output.find(loop.path() + " is on") != std::string::npos);
+  CHECK(device.output.find("queue/io_poll is not 1") != std::string::npos);
+  CHECK(after.read_ios == before.read_ios);
+  CHECK_FALSE(std::filesystem::exists(result));
+}
+
 // SIGINT stops every issue thread: none waits for IOs the others will not
 // take any more, and the result holds what was issued, each IO once, in
 // issue order.
