@@ -11,7 +11,12 @@ In the guest (tests/vm/guest-scaling.sh), 4 KiB random reads at queue depth
 - iotape replay --timing afap --qd 32 --times user of a trace of --ios such
   reads (bench/replay_gen), --threads 1 and 2;
 
-and prints each run (IOPS, CPU per IO, and the CPUs that kept busy: IOPS x
+With --poll, null_blk gets poll queues (poll_queues=2) and both tools poll
+for completions instead of waiting for them: fio with --hipri, iotape with
+--iopoll (io_uring IOPOLL). The same runs then measure the polled path, as
+on an NVMe drive with poll queues.
+
+And prints each run (IOPS, CPU per IO, and the CPUs that kept busy: IOPS x
 CPU per IO), the medians of IOPS and CPU per IO (fio: usr+sys of its jobs;
 iotape: its own `cpu` line, all its threads, and its issue threads apart:
 a replay also decodes the trace and writes the result on threads of its
@@ -19,7 +24,7 @@ own), and each tool's 2-thread/1-thread IOPS ratio. The vCPUs are emulated (TCG)
 emulator's, tens of times below a real CPU's; the ratios are the point.
 
   bench/vm_scaling.py [--iotape build-static/cli/iotape] [--build-dir build] [--kernel 6.12]
-                      [--ios 200000] [--rounds 3] [--irqmode 0]
+                      [--ios 200000] [--rounds 3] [--irqmode 0] [--poll]
 """
 import argparse
 import json
@@ -83,6 +88,8 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--irqmode", type=int, default=0, choices=(0, 2),
                    help="null_blk completions: 0 inline, 2 by a timer (10 us)")
+    p.add_argument("--poll", action="store_true",
+                   help="polled completions: null_blk poll queues, fio --hipri, iotape --iopoll")
     p.add_argument("--timeout", type=int, default=1800)
     a = p.parse_args()
     build = os.path.abspath(a.build_dir)
@@ -97,17 +104,23 @@ def main():
     trace = os.path.join(work, "afap.iotape")
     subprocess.run([os.path.join(build, "bench", "replay_gen"), trace, "--ios", str(a.ios), "--iops", "1000000",
                     "--span", str(1 << 30)], check=True, stdout=subprocess.DEVNULL)
-    params = {"null_blk": f"irqmode={a.irqmode} submit_queues=2 completion_nsec=10000"}
+    params = {"null_blk": f"irqmode={a.irqmode} submit_queues=2 completion_nsec=10000" +
+                          (" poll_queues=2" if a.poll else "")}
     initramfs = vm.build_initramfs(kernel, ["nullb"], vm.static_busybox(apt, cache), os.path.abspath(a.iotape), work,
                                    files={"/afap.iotape": trace}, params=params)
     vm.log(f"booting {kernel.release}: 2 vCPUs on 2 host threads, null_blk {params['null_blk']}, "
            f"{a.rounds} rounds of {a.ios} IOs")
     lines, error, seconds = vm.boot(kernel, initramfs, ["nullb"], [], 0, work, a.timeout, threads="multi",
-                                    extra=f"iotape.mode=scaling iotape.rounds={a.rounds} iotape.ios={a.ios}")
+                                    extra=f"iotape.mode=scaling iotape.rounds={a.rounds} iotape.ios={a.ios} "
+                                          f"iotape.poll={int(a.poll)}")
     if error:
         sys.exit(f"vm_scaling: {error}")
     runs = parse(lines)
-    print(f"kernel {kernel.release}, 2 vCPUs (TCG, a host thread each), null_blk irqmode={a.irqmode}; "
+    io_poll = next((l.split()[-1] for l in lines if " - - io_poll " in l), "?")
+    if a.poll and io_poll != "1":
+        sys.exit(f"vm_scaling: null_blk's queue/io_poll is {io_poll}, not 1: no poll queues")
+    print(f"kernel {kernel.release}, 2 vCPUs (TCG, a host thread each), null_blk irqmode={a.irqmode}"
+          f"{' with poll queues, completions polled (fio --hipri, iotape --iopoll)' if a.poll else ''}; "
           f"4 KiB random reads at QD32 in total, {a.ios} IOs per run; {seconds:.0f} s in the VM")
     medians = {}
     for tool in ("fio", "iotape"):

@@ -247,7 +247,15 @@ match_times() {
 		}' "$1" "$2"
 }
 
-# Replays the last capture onto the drive with device times, while the blk
+# Interrupts of the drive's IO queues so far (an NVMe drive's nvme0q1...,
+# not its admin queue nvme0q0), summed over the CPUs.
+queue_irqs() {
+	awk -v q="${1%n*}q" '{ for (i = 1; i <= NF; i++) if (index($i, q) == 1 && $i != q "0") { n = 0
+		for (c = 2; c <= NF && $c ~ /^[0-9]+$/; c++) n += $c; total += n } }
+		END { print total + 0 }' /proc/interrupts
+}
+
+# Replays the last capture (or REPLAY_TRACE) onto the drive with device times, while the blk
 # tracer (record --backend blktrace) records the replay's requests: the host
 # compares the result's busy time with the tracer's. CELL names the run; the
 # rest are replay options.
@@ -265,9 +273,12 @@ replay_check() {
 		out "$drive $cell end"
 		return
 	fi
-	iotape replay /tmp/t.iot --target /dev/$dev --allow-write --force --times device --prefill none "$@" \
-		-o /tmp/result.iot >/tmp/replay.log 2>&1
+	irqs_before=$(queue_irqs "$dev")
+	iotape replay "${REPLAY_TRACE:-/tmp/t.iot}" --target /dev/$dev --allow-write --force --times device --prefill none \
+		"$@" -o /tmp/result.iot >/tmp/replay.log 2>&1
 	out "$drive $cell replay_rc $?"
+	out "$drive $cell queue_irqs $(($(queue_irqs "$dev") - irqs_before))"
+	out "$drive $cell io_poll $(cat /sys/block/$dev/queue/io_poll)"
 	stop_recording $rec "$drive" $cell tracer_rc
 	while read -r l; do out "$drive $cell replay_log $l"; done </tmp/replay.log
 	iotape report --json /tmp/result.iot >/tmp/r.json 2>/dev/null && out "$drive $cell result_json $(one_line /tmp/r.json)"
@@ -299,6 +310,10 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] && replay_check "$drive" "$dev" replay
 	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] &&
 		replay_check "$drive" "$dev" replay-2 --timing afap --qd 8 --threads 2
+	# Polled completions (--iopoll) from the poll queue the nvme module was
+	# given: reads and writes only, so a trace of those.
+	[ "$drive" = nvme ] && iotape synth rand-4k-qd32 --span 128M --ios 3000 -o /tmp/p.iot >/dev/null 2>&1 &&
+		REPLAY_TRACE=/tmp/p.iot replay_check "$drive" "$dev" replay-iopoll --timing afap --qd 8 --iopoll
 	[ "$drive" = nvme ] && run "$drive" auto-nobtf "$dev"
 done
 out "- - done"

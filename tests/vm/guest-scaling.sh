@@ -7,10 +7,16 @@
 # "IOTAPE-VM scaling TOOL THREADS ROUND KEY VALUE" on the results port; the
 # host takes the medians.
 #
-# Usage: guest-scaling.sh RESULTS ROUNDS IOS
+# POLL=1: completions polled from null_blk's poll queues (fio --hipri,
+# iotape --iopoll).
+#
+# Usage: guest-scaling.sh RESULTS ROUNDS IOS POLL
 RESULTS=$1
 ROUNDS=${2:-3}
 IOS=${3:-200000}
+FIO_POLL=
+IOTAPE_POLL=
+[ "${4:-0}" = 1 ] && FIO_POLL=--hipri IOTAPE_POLL=--iopoll
 
 out() { echo "IOTAPE-VM $*" >>"$RESULTS"; }
 
@@ -28,17 +34,18 @@ if [ -z "$dev" ]; then
 fi
 out "- - kernel $(uname -r)"
 out "- - cpus $(grep -c ^processor /proc/cpuinfo)"
+out "- - io_poll $(cat /sys/block/$dev/queue/io_poll)"
 echo none >/sys/block/$dev/queue/scheduler 2>/dev/null
 round=1
 while [ $round -le "$ROUNDS" ]; do
 	for t in 1 2; do
 		fio --name=scaling --filename=/dev/$dev --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
 			--iodepth=$((32 / t)) --numjobs=$t --thread --fixedbufs --registerfiles --number_ios=$((IOS / t)) \
-			--size=1G --norandommap --randrepeat=0 --output-format=json >/tmp/fio.json 2>/tmp/fio.log
+			--size=1G --norandommap --randrepeat=0 $FIO_POLL --output-format=json >/tmp/fio.json 2>/tmp/fio.log
 		out "scaling fio $t $round rc $?"
 		out "scaling fio $t $round json $(tr -d '\n\r' </tmp/fio.json)"
 		iotape replay /afap.iotape --target /dev/$dev -o /tmp/result.iot --timing afap --qd 32 --max-idle 0 \
-			--times user --threads $t >/tmp/replay.out 2>/tmp/replay.log
+			--times user --threads $t $IOTAPE_POLL >/tmp/replay.out 2>/tmp/replay.log
 		out "scaling iotape $t $round rc $?"
 		while read -r l; do out "scaling iotape $t $round line $l"; done </tmp/replay.out
 		rm -f /tmp/result.iot

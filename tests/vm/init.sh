@@ -4,7 +4,7 @@
 # /guest-check.sh and powers off. Its settings come from the kernel command
 # line: iotape.drives=, iotape.backends=, iotape.runtime=, iotape.kallsyms=;
 # iotape.mode=scaling runs /guest-scaling.sh (bench/vm_scaling.py) instead,
-# with iotape.rounds= and iotape.ios=.
+# with iotape.rounds=, iotape.ios= and iotape.poll=.
 /bin/busybox --install -s /bin
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mkdir -p /proc /sys /dev /tmp /run
@@ -36,7 +36,7 @@ while read -r mod params; do
 done </modules.order
 
 if [ "$(arg mode)" = scaling ]; then
-	/bin/sh /guest-scaling.sh $RESULTS "$(arg rounds)" "$(arg ios)"
+	/bin/sh /guest-scaling.sh $RESULTS "$(arg rounds)" "$(arg ios)" "$(arg poll)"
 else
 	/bin/sh /guest-check.sh $RESULTS "$(arg drives)" "$(arg backends)" "$(arg runtime)"
 fi

@@ -61,6 +61,7 @@ DRIVES = {
     "nullb": ["null_blk"],
 }
 DISK_BYTES = 256 << 20
+NVME_POLL = "poll_queues=1"
 # /sys/block/DEV/stat fields (Documentation/block/stat.rst).
 STAT = {"reads": 0, "read_sectors": 2, "writes": 4, "write_sectors": 6, "discards": 11, "discard_sectors": 13,
         "flushes": 15}
@@ -688,6 +689,26 @@ def judge_replay(run):
             "unclaimed": int(meta.get("replay.device_unclaimed_requests", 0)), "match": match}
 
 
+def judge_iopoll(run):
+    """judge_replay's verdict on a replay with --iopoll, which must also have
+    polled: the result says so, the drive has a poll queue, and its IO
+    queues raised an interrupt for at most 1% of the replay's IOs."""
+    v = judge_replay(run)
+    if v["result"] == "failed":
+        return v
+    meta = json.loads(run.get("result_info", "{}")).get("metadata", {})
+    irqs, ios = int(run.get("queue_irqs", "-1")), v["replayed_ios"]
+    diffs = [v["detail"]] if v["detail"] else []
+    if meta.get("replay.ring") != "iopoll":
+        diffs.append(f"replay.ring {meta.get('replay.ring') or 'missing'}")
+    if run.get("io_poll") != "1":
+        diffs.append(f"queue/io_poll {run.get('io_poll')}")
+    if irqs < 0 or irqs > ios / 100:
+        diffs.append(f"{irqs} interrupts of the IO queues for {ios} IOs")
+    v.update(result="mismatch" if diffs else "exact", detail="; ".join(diffs), queue_irqs=irqs)
+    return v
+
+
 def run_kernel(series, apt, cache, args):
     name = newest_kernel(apt, series, args.flavour)
     label = series if args.flavour == "cloud" else f"{series}-{args.flavour}"
@@ -702,9 +723,16 @@ def run_kernel(series, apt, cache, args):
             drives.append(d)
     work = os.path.join(cache, "work", label)
     os.makedirs(work, exist_ok=True)
-    initramfs = build_initramfs(kernel, drives, static_busybox(apt, cache), args.iotape, work)
+    # A poll queue for the NVMe drive (as a module's parameter, or on the
+    # command line where the driver is built in): --iopoll replays onto it.
+    initramfs = build_initramfs(kernel, drives, static_busybox(apt, cache), args.iotape, work,
+                                params={"nvme": NVME_POLL})
     log(f"booting {kernel.release} with {','.join(drives)} (initramfs {os.path.getsize(initramfs) >> 20} MiB)")
-    lines, error, seconds = boot(kernel, initramfs, drives, args.backends, args.runtime, work, args.timeout)
+
+    def boot_drives():
+        return boot(kernel, initramfs, drives, args.backends, args.runtime, work, args.timeout, extra=f"nvme.{NVME_POLL}")
+
+    lines, error, seconds = boot_drives()
     for _ in range(2):
         if not (error and re.search(r"Oops: int3", error)):
             break
@@ -713,7 +741,7 @@ def run_kernel(series, apt, cache, args):
         # code as a CPU does. 6.12 crashed so in about one boot of ten, twice
         # in a row once; it says nothing of iotape. Up to two boots again.
         log(f"{series}: the guest crashed ({error}); booting it again")
-        lines, error, seconds = boot(kernel, initramfs, drives, args.backends, args.runtime, work, args.timeout)
+        lines, error, seconds = boot_drives()
     runs = parse(lines)
     general = runs.get(("-", "-"), {})
     for m in general.get("module_failed", []):
@@ -733,10 +761,12 @@ def run_kernel(series, apt, cache, args):
                      complaints=drive_complaints(runs.get((d, b))))
             results.append(v)
         if d == "nvme" and d not in absent:
-            # With original timing on one ring, and afap on two rings.
-            for cell in ("replay", "replay-2"):
+            # With original timing on one ring, afap on two rings, and afap
+            # polling the drive's poll queue.
+            for cell in ("replay", "replay-2", "replay-iopoll"):
                 r = runs.get((d, cell))
-                v = judge_replay(r) if r and "end" in r else {"result": "failed", "detail": error or "no replay result"}
+                judged_by = judge_iopoll if cell == "replay-iopoll" else judge_replay
+                v = judged_by(r) if r and "end" in r else {"result": "failed", "detail": error or "no replay result"}
                 v.update(kernel=label, release=kernel.release, package=name, drive=d, backend=cell,
                          complaints=drive_complaints(r))
                 results.append(v)
