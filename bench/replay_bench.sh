@@ -2,7 +2,7 @@
 # Replay benchmarks, each against fio on the same device in the same run (the
 # machine is shared and noisy: compare within a run, as ratios).
 #
-#   bench/replay_bench.sh BUILD_DIR [afap|threads|timed|all]
+#   bench/replay_bench.sh BUILD_DIR [afap|threads|rings|timed|all]
 #
 # afap:  4 KiB random reads at QD32 and QD1 on a tmpfs-backed loop device:
 #        iotape replay --timing afap --qd N (--times device and --times user)
@@ -16,6 +16,13 @@
 #        (--times user, and --times device as iotape-device), 5 rounds,
 #        alternating, medians of IOPS and CPU per IO, and each tool's
 #        2-thread/1-thread ratio.
+# rings: 4 KiB random reads at QD32 and QD1, each tool with and without a
+#        kernel submission thread (io_uring SQPOLL): iotape --times user
+#        with and without --sqpoll, fio with and without --sqthread_poll,
+#        5 rounds, alternating, medians of IOPS and CPU per IO (the
+#        submission thread's CPU included: it is a thread of the process).
+#        A loop device has no poll queues, so IOPOLL is measured in a VM
+#        (bench/vm_scaling.py --poll).
 # timed: traces of evenly spaced 4 KiB reads at 10K, 50K and 100K IOPS,
 #        replayed with original timing by iotape and, as a fio iolog v3, by
 #        fio. Issue-time error per IO is measured for both tools alike by a
@@ -29,7 +36,7 @@
 # poll N ns before halting during the run (bench/idle_poll.sh says why).
 set -euo pipefail
 . "$(dirname "$0")/idle_poll.sh"
-B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|threads|timed|all]}")
+B=$(realpath "${1:?usage: $0 BUILD_DIR [afap|threads|rings|timed|all]}")
 WHAT=${2:-all}
 IOTAPE=$B/cli/iotape
 GEN=$B/bench/replay_gen
@@ -154,6 +161,43 @@ if [ "$WHAT" = afap ] || [ "$WHAT" = threads ] || [ "$WHAT" = all ]; then
     I1=$(median < "$W/threads-${TOOL}1.iops"); I2=$(median < "$W/threads-${TOOL}2.iops")
     C1=$(median < "$W/threads-${TOOL}1.cpu"); C2=$(median < "$W/threads-${TOOL}2.cpu")
     python3 -c "print('afap QD32 median: $TOOL 1 thread %.0f IOPS %.0f ns CPU per IO; 2 threads %.0f IOPS %.0f ns CPU per IO; 2/1 ratio IOPS %.3f, CPU per IO %.3f' % ($I1, $C1, $I2, $C2, $I2 / $I1, $C2 / $C1))"
+  done
+fi
+
+if [ "$WHAT" = rings ] || [ "$WHAT" = all ]; then
+  for QD in 32 1; do
+    N=$((QD == 1 ? 100000 : 400000))
+    "$GEN" "$W/rings.iotape" --ios $N --iops 1000000 --span $((1 << 30)) > /dev/null
+    rm -f "$W"/rings-*
+    for round in 1 2 3 4 5; do
+      for RING in plain sqpoll; do
+        FLAG=; [ $RING = sqpoll ] && FLAG=--sqpoll
+        nice -n -20 "$IOTAPE" replay "$W/rings.iotape" --target "$LOOP" -o "$W/rings-result.iotape" --timing afap \
+          --qd $QD --max-idle 0 --times user $FLAG > "$W/out.txt" 2> /dev/null
+        awk -v n=$N '/^result/ {gsub(/[(]/, "", $3); print n / $3}' "$W/out.txt" >> "$W/rings-iotape-$RING.iops"
+        awk '/^cpu/ {print $3}' "$W/out.txt" >> "$W/rings-iotape-$RING.cpu"
+        FLAG=; [ $RING = sqpoll ] && FLAG=--sqthread_poll=1
+        nice -n -20 fio --name=rings --filename="$LOOP" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+          --iodepth=$QD --fixedbufs --registerfiles $FLAG --number_ios=$N --size=1G --norandommap --randrepeat=0 \
+          --output-format=json > "$W/fio.json"
+        python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]
+print(j["read"]["iops"], (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6 / j["read"]["total_ios"])' \
+          "$W/fio.json" > "$W/fio.out"
+        read -r IOPS CPU < "$W/fio.out"
+        echo "$IOPS" >> "$W/rings-fio-$RING.iops"; echo "$CPU" >> "$W/rings-fio-$RING.cpu"
+      done
+    done
+    for TOOL in iotape fio; do
+      for RING in plain sqpoll; do
+        echo "afap 4K randread QD$QD, $RING ring: $TOOL $(paste -sd' ' "$W/rings-$TOOL-$RING.iops") IOPS," \
+          "$(paste -sd' ' "$W/rings-$TOOL-$RING.cpu") ns CPU per IO"
+      done
+      P=$(median < "$W/rings-$TOOL-plain.iops"); S=$(median < "$W/rings-$TOOL-sqpoll.iops")
+      PC=$(median < "$W/rings-$TOOL-plain.cpu"); SC=$(median < "$W/rings-$TOOL-sqpoll.cpu")
+      python3 -c "print('afap QD$QD median: $TOOL plain %.0f IOPS %.0f ns CPU per IO; sqpoll %.0f IOPS %.0f ns CPU per IO; sqpoll/plain IOPS %.3f' % ($P, $PC, $S, $SC, $S / $P))"
+    done
+    I=$(median < "$W/rings-iotape-sqpoll.iops"); F=$(median < "$W/rings-fio-sqpoll.iops")
+    python3 -c "print('afap QD$QD median, both with a submission thread: iotape/fio IOPS %.3f' % ($I / $F))"
   done
 fi
 

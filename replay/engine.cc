@@ -170,6 +170,7 @@ struct UringEngine::Impl {
   // otherwise through a blocking BLKDISCARD ioctl.
   bool uring_discard_ = false;
   bool iopoll_ = false;        // the kernel polls only reads and writes
+  uint64_t outstanding_ = 0;   // SQEs taken whose completions reap() has not seen
   bool events_fresh_ = false;  // io_uring_enter ran since the last reap()
 };
 
@@ -217,6 +218,7 @@ bool UringEngine::Impl::probe_uring_discard() {
     if (io_uring_wait_cqe(ring_.get(), &cqe) != 0) return false;
     const int res = cqe->res;
     io_uring_cqe_seen(ring_.get(), cqe);
+    --outstanding_;
     return res == 0 || res == -EINVAL;
   }
   return false;
@@ -229,6 +231,7 @@ io_uring_sqe* UringEngine::Impl::get_sqe() {
     sqe = io_uring_get_sqe(ring_.get());
   }
   if (!sqe) throw format::TraceError("io_uring: no submission entry free");
+  ++outstanding_;
   return sqe;
 }
 
@@ -367,6 +370,7 @@ void UringEngine::Impl::reap(std::vector<Completion>& out) {
     if (expect != kAuxHalf) out.push_back({static_cast<uint32_t>(data), status_of(cqe->res, expect), 0});
   }
   io_uring_cq_advance(ring_.get(), seen);
+  outstanding_ -= seen;
   if (out.size() == first) return;
   const int64_t now = host::monotonic_ns();
   for (size_t i = first; i < out.size(); ++i) out[i].complete_ns = now;
@@ -413,6 +417,12 @@ bool UringEngine::Impl::poll_device(int64_t deadline_ns) {
     // The kernel polls the device until a completion comes.
     io_uring_cqe* cqe;
     return io_uring_wait_cqe(ring, &cqe) == 0;
+  }
+  if (outstanding_ == 0 && !io_uring_cq_ready(ring)) {
+    // Nothing to poll for: sleep to the deadline, as a timed replay's idle gap.
+    const timespec until{deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
+    ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr);
+    return false;
   }
   // One pass over the device's poll queues per entry, until the deadline.
   for (;;) {

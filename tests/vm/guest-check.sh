@@ -311,9 +311,11 @@ for drive in $(echo "$DRIVES" | tr , ' '); do
 	[ "$drive" = nvme ] && [ -s /tmp/t.iot ] &&
 		replay_check "$drive" "$dev" replay-2 --timing afap --qd 8 --threads 2
 	# Polled completions (--iopoll) from the poll queue the nvme module was
-	# given: reads and writes only, so a trace of those.
+	# given: reads and writes only, so a trace of those, at a twentieth of
+	# its speed, so that the replay polls to deadlines and sleeps while
+	# nothing is in flight.
 	[ "$drive" = nvme ] && iotape synth rand-4k-qd32 --span 128M --ios 3000 -o /tmp/p.iot >/dev/null 2>&1 &&
-		REPLAY_TRACE=/tmp/p.iot replay_check "$drive" "$dev" replay-iopoll --timing afap --qd 8 --iopoll
+		REPLAY_TRACE=/tmp/p.iot replay_check "$drive" "$dev" replay-iopoll --speed 0.05 --qd 8 --iopoll
 	[ "$drive" = nvme ] && run "$drive" auto-nobtf "$dev"
 done
 out "- - done"

@@ -761,8 +761,8 @@ def run_kernel(series, apt, cache, args):
                      complaints=drive_complaints(runs.get((d, b))))
             results.append(v)
         if d == "nvme" and d not in absent:
-            # With original timing on one ring, afap on two rings, and afap
-            # polling the drive's poll queue.
+            # With original timing on one ring, afap on two rings, and
+            # original timing polling the drive's poll queue.
             for cell in ("replay", "replay-2", "replay-iopoll"):
                 r = runs.get((d, cell))
                 judged_by = judge_iopoll if cell == "replay-iopoll" else judge_replay
