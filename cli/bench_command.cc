@@ -46,6 +46,12 @@ void add_bench_command(CLI::App& app) {
                   "Issue threads, each with a ring of its own and a share of --qd (default: one per 8 IOs in "
                   "flight, up to the CPUs iotape may use)")
       ->check(CLI::Range(1, 1024));
+  sub->add_flag("--iopoll", a->o.ring.iopoll,
+                "Polled completions (io_uring IOPOLL) for the closed-loop phases, onto a device with poll queues "
+                "(queue/io_poll is 1), as `replay --iopoll`");
+  sub->add_flag("--sqpoll", a->o.ring.sqpoll,
+                "A kernel submission thread (io_uring SQPOLL) per issue thread of the closed-loop phases, as "
+                "`replay --sqpoll`");
   sub->add_option("--seed", a->o.seed, "Seed of the random offsets and of a synthesized workload")->capture_default_str();
   sub->add_option("--workload", a->o.workload, "fresh-vs-used: a profile or a trace")->capture_default_str();
   sub->add_option("--workload-ios", a->o.workload_ios, "fresh-vs-used: IOs of a profile's trace")->capture_default_str();

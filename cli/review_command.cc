@@ -119,6 +119,12 @@ void add_review_command(CLI::App& app) {
                   "Issue threads of the closed-loop tests, each with a ring of its own and a share of the queue "
                   "depth (default: one per 8 IOs in flight, up to the CPUs iotape may use)")
       ->check(CLI::Range(1, 1024));
+  sub->add_flag("--iopoll", o->ring.iopoll,
+                "Polled completions (io_uring IOPOLL) for the closed-loop tests, onto a device with poll queues "
+                "(queue/io_poll is 1), as `replay --iopoll`");
+  sub->add_flag("--sqpoll", o->ring.sqpoll,
+                "A kernel submission thread (io_uring SQPOLL) per issue thread of the closed-loop tests, as "
+                "`replay --sqpoll`");
   sub->add_flag("--dry-run", *dry_run, "Print the plan with each test's estimated duration and the total; touch nothing");
   std::string names;
   for (const auto& n : workloads::review_test_names()) names += (names.empty() ? "" : ", ") + n;

@@ -5,8 +5,8 @@
 namespace iotape::replay {
 
 ClosedLoop::ClosedLoop(const std::vector<Target>& targets, uint64_t max_length, uint32_t depth, DataPattern data,
-                       OnFinished on_finished)
-    : engine_(targets, max_length, depth, data), on_finished_(std::move(on_finished)), slots_(depth) {
+                       OnFinished on_finished, RingSetup ring)
+    : engine_(targets, max_length, depth, data, ring), on_finished_(std::move(on_finished)), slots_(depth) {
   for (uint32_t tag = depth; tag-- > 0;) free_.push_back(tag);
 }
 

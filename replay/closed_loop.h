@@ -27,8 +27,9 @@ class ClosedLoop {
   // flight. `on_finished` is called for every IO, in the order they finish,
   // from issue() and drain(); what it throws propagates and abandons the IOs
   // still in flight. REQUIRES: `targets` outlive the loop; depth >= 1.
+  // `ring`: the engine's (UringEngine).
   ClosedLoop(const std::vector<Target>& targets, uint64_t max_length, uint32_t depth, DataPattern data,
-             OnFinished on_finished);
+             OnFinished on_finished, RingSetup ring = {});
 
   // Issues `io` once fewer than `depth` IOs are in flight, waiting for
   // completions until then. REQUIRES: io.length <= max_length.

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -72,19 +71,7 @@ void check_iopoll(const Prepared& p) {
         n[static_cast<int>(format::Op::kFlush)], n[static_cast<int>(format::Op::kDiscard)],
         n[static_cast<int>(format::Op::kWriteZeroes)], n[static_cast<int>(format::Op::kOther)],
         p.plan.preflush_writes));
-  for (const Target& t : p.targets) {
-    if (!t.direct) throw format::UsageError(t.path + ": --iopoll needs O_DIRECT, which its filesystem refuses");
-    // A partition's queue is its disk's.
-    const std::string dev = fmt::format("/sys/dev/block/{}:{}", t.dev_major, t.dev_minor);
-    std::ifstream in(dev + "/queue/io_poll");
-    if (!in) in.open(dev + "/../queue/io_poll");
-    int polls = 0;
-    if (!(in >> polls) || polls != 1)
-      throw format::UsageError(fmt::format(
-          "--iopoll: {} is on {}:{}, which has no poll queues ({}/queue/io_poll is not 1; an NVMe drive gets them "
-          "from the nvme module's poll_queues parameter)",
-          t.path, t.dev_major, t.dev_minor, dev));
-  }
+  require_poll_queues(p.targets);
 }
 
 }  // namespace

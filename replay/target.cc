@@ -181,4 +181,20 @@ Target open_writable_target(const std::string& path, bool force) {
   return t;
 }
 
+void require_poll_queues(const std::vector<Target>& targets) {
+  for (const Target& t : targets) {
+    if (!t.direct) throw format::UsageError(t.path + ": --iopoll needs O_DIRECT, which its filesystem refuses");
+    // A partition's queue is its disk's.
+    const std::string dev = fmt::format("/sys/dev/block/{}:{}", t.dev_major, t.dev_minor);
+    std::ifstream in(dev + "/queue/io_poll");
+    if (!in) in.open(dev + "/../queue/io_poll");
+    int polls = 0;
+    if (!(in >> polls) || polls != 1)
+      throw format::UsageError(fmt::format(
+          "--iopoll: {} is on {}:{}, which has no poll queues ({}/queue/io_poll is not 1; an NVMe drive gets them "
+          "from the nvme module's poll_queues parameter)",
+          t.path, t.dev_major, t.dev_minor, dev));
+  }
+}
+
 }  // namespace iotape::replay

@@ -51,4 +51,9 @@ std::vector<std::string> safety_problems(const Target& t);
 // review): throws DeviceRefused naming the first safety problem unless `force`.
 Target open_writable_target(const std::string& path, bool force);
 
+// Throws UsageError naming the first target the kernel cannot poll for
+// completions (RingSetup::iopoll): not opened O_DIRECT, or on a device
+// without poll queues (its queue/io_poll is not 1).
+void require_poll_queues(const std::vector<Target>& targets);
+
 }  // namespace iotape::replay

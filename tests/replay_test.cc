@@ -739,6 +739,9 @@ TEST_CASE("replay --iopoll: what the kernel cannot poll is refused before anythi
   write_trace(reads, random_reads(100, 5, 8 * kMiB), 16 * kMiB);
   std::vector<format::Io> with_flush = random_reads(100, 6, 8 * kMiB);
   with_flush.push_back(make_io(200'000, format::Op::kFlush, 0, 0));
+  format::Io preflush = make_io(300'000, format::Op::kWrite, 0, 4096);
+  preflush.flags = format::flag::kPreflush;
+  with_flush.push_back(preflush);
   write_trace(mixed, with_flush, 16 * kMiB);
   test::run("udevadm settle");
   const auto before = test::block_stat(loop.name());
@@ -749,6 +752,7 @@ TEST_CASE("replay --iopoll: what the kernel cannot poll is refused before anythi
   CHECK(ops.exit_code == 64);
   CHECK(ops.output.find("--iopoll replays only reads and writes") != std::string::npos);
   CHECK(ops.output.find("1 flushes") != std::string::npos);
+  CHECK(ops.output.find("1 writes with a flush before them") != std::string::npos);
   CHECK(device.exit_code == 64);
   CHECK(device.output.find(loop.path() + " is on") != std::string::npos);
   CHECK(device.output.find("queue/io_poll is not 1") != std::string::npos);

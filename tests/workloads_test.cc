@@ -607,6 +607,20 @@ nlohmann::json bench(const std::string& test, const std::string& target, const s
   return nlohmann::json::parse(f);
 }
 
+// `n` 4 KiB reads 8 KiB apart within `size` bytes: no two are adjacent, so
+// the block layer merges none and the device's own count is one request per
+// IO.
+workloads::NextIo spaced_reads(uint32_t n, uint64_t size) {
+  return [n, size, next = uint32_t{0}](replay::ReplayIo& io) mutable {
+    if (next == n) return false;
+    io = {};
+    io.op = format::Op::kRead;
+    io.offset = uint64_t{next++} * 8192 % size;
+    io.length = 4096;
+    return true;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("bench: drive-state tests on a loop device", "[bench]") {
@@ -619,6 +633,20 @@ TEST_CASE("bench: drive-state tests on a loop device", "[bench]") {
     const auto r = run(iotape_cmd(fmt::format("bench trim --target {} -o {}", loop.path(), dir.file("x"))));
     CHECK(r.exit_code != 0);
     CHECK(r.output.find("--allow-write") != std::string::npos);
+  }
+
+  SECTION("a loop device has no poll queues: --iopoll is refused before anything is written") {
+    const auto before = iotape::test::block_stat(loop.name());
+    const auto b = run(iotape_cmd(
+        fmt::format("bench consistency --target {} -o {} --allow-write --iopoll", loop.path(), dir.file("b"))));
+    const auto r = run(
+        iotape_cmd(fmt::format("review --target {} -o {} --allow-write --quick --iopoll", loop.path(), dir.file("r"))));
+    INFO(b.output << r.output);
+    CHECK(b.exit_code == 64);
+    CHECK(b.output.find("queue/io_poll is not 1") != std::string::npos);
+    CHECK(r.exit_code == 64);
+    CHECK(r.output.find("queue/io_poll is not 1") != std::string::npos);
+    CHECK(iotape::test::block_stat(loop.name()).write_ios == before.write_ios);
   }
 
   SECTION("precondition fills the capacity, then random writes until steady state") {
@@ -711,17 +739,7 @@ TEST_CASE("closed loops on two threads keep the queue depth in total and issue e
   TempDir dir;
   std::vector<replay::Target> targets;
   targets.push_back(replay::open_target(loop.path(), false, false));
-  // Reads 8 KiB apart: no two are adjacent, so the block layer merges none
-  // and the device's own count is one request per IO.
-  uint32_t next = 0;
-  const workloads::NextIo reads = [&](replay::ReplayIo& io) {
-    if (next == kIos) return false;
-    io = {};
-    io.op = format::Op::kRead;
-    io.offset = uint64_t{next++} * 8192 % kSize;
-    io.length = 4096;
-    return true;
-  };
+  const workloads::NextIo reads = spaced_reads(kIos, kSize);
   const auto before = iotape::test::block_stat(loop.name());
   workloads::PhaseTrace trace(dir.file("two.iot"), targets[0], "test", "reads", "loop");
   const workloads::PhaseStats s =
@@ -749,6 +767,13 @@ TEST_CASE("closed loops on two threads keep the queue depth in total and issue e
   for (const auto& [t, d] : edges) deepest = std::max(deepest, depth += d);
   CHECK(deepest <= static_cast<int>(kQd));
   CHECK(deepest > 1);
+
+  // The same with a kernel submission thread per ring (SQPOLL).
+  const auto before_sqpoll = iotape::test::block_stat(loop.name());
+  const workloads::PhaseStats sq = workloads::run_closed_loop(targets, kQd, 4096, spaced_reads(kIos, kSize),
+                                                              INT64_MAX / 2, nullptr, {}, nullptr, 2, {.sqpoll = true});
+  CHECK(sq.ios == kIos);
+  CHECK(iotape::test::block_stat(loop.name()).read_ios - before_sqpoll.read_ios == kIos);
 
   // The default: one thread per 8 IOs in flight, up to the CPUs; a request, up to the depth.
   CHECK(workloads::closed_loop_threads(0, 1) == 1);

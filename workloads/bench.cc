@@ -66,7 +66,7 @@ class Bench {
     s["fill"] = fill();
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "precondition", "random", label("random"));
     const auto [rounds, steady] = random_writes_to_steady_state(targets_, span_, o_.qd, o_.round_ns, o_.duration_ns,
-                                                                o_.seed, &trace, o_.stop, threads());
+                                                                o_.seed, &trace, o_.stop, threads(), o_.ring);
     trace.close();
     s["random"] = {{"trace", trace.path()}, {"round_s", o_.round_ns / 1e9}, {"iops_per_round", rounds}};
     s["steady_state"] = {{"reached", steady.reached},
@@ -83,7 +83,7 @@ class Bench {
     const uint64_t span = static_cast<uint64_t>(span_ * o_.span_pct / 100) / kRandomBlock * kRandomBlock;
     PhaseTrace trace(o_.out_dir + "/random.iot", target(), "consistency", "random", label("random"));
     const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span, o_.seed), o_.duration_ns, &trace,
-                                   {}, o_.stop, threads());
+                                   {}, o_.stop, threads(), o_.ring);
     trace.close();
     const auto& iops = r.ios_per_second;
     const int64_t window = o_.window_ns ? o_.window_ns : std::max<int64_t>(kSecond, o_.duration_ns / 5);
@@ -109,7 +109,7 @@ class Bench {
     phases.push_back(sequential_phase("clean"));
     PhaseTrace trace(o_.out_dir + "/dirtying.iot", target(), "trim", "dirtying", label("dirtying"));
     const auto r = run_closed_loop(targets_, o_.qd, kRandomBlock, random_writes(span_, o_.seed), o_.duration_ns, &trace,
-                                   {}, o_.stop, threads());
+                                   {}, o_.stop, threads(), o_.ring);
     trace.close();
     s["dirtying"] = {{"trace", trace.path()}, {"duration_s", r.duration_ns / 1e9}, {"iops", r.iops()}};
     phases.push_back(sequential_phase("dirty"));
@@ -152,6 +152,7 @@ class Bench {
   void open() {
     targets_.clear();
     targets_.push_back(replay::open_writable_target(o_.target, o_.force));
+    if (o_.ring.iopoll) replay::require_poll_queues(targets_);
     span_ = targets_[0].size / kFillBlock * kFillBlock;
     if (span_ == 0) throw format::UsageError(o_.target + ": smaller than one 128 KiB block");
   }
@@ -167,7 +168,7 @@ class Bench {
   ordered_json fill() {
     PhaseTrace trace(o_.out_dir + "/fill.iot", target(), test_, "fill", label("fill"));
     const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, o_.fill_passes),
-                                   INT64_MAX / 2, &trace, {}, o_.stop, threads());
+                                   INT64_MAX / 2, &trace, {}, o_.stop, threads(), o_.ring);
     trace.close();
     return {{"trace", trace.path()},     {"passes", o_.fill_passes}, {"bytes_written", r.bytes},
             {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
@@ -176,7 +177,7 @@ class Bench {
   ordered_json sequential_phase(const std::string& name) {
     PhaseTrace trace(o_.out_dir + "/" + name + ".iot", target(), test_, name, label(name));
     const auto r = run_closed_loop(targets_, o_.qd, kFillBlock, sequential_writes(span_, kFillBlock, 1), INT64_MAX / 2,
-                                   &trace, {}, o_.stop, threads());
+                                   &trace, {}, o_.stop, threads(), o_.ring);
     trace.close();
     return {{"name", name}, {"trace", trace.path()}, {"bytes_written", r.bytes}, {"duration_s", r.duration_ns / 1e9},
             {"MBps", r.MBps()}};
@@ -254,13 +255,13 @@ SteadyState steady_state(std::span<const double> w) {
 
 SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& targets, uint64_t span, uint32_t qd,
                                              int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
-                                             const std::atomic<bool>* stop, uint32_t threads) {
+                                             const std::atomic<bool>* stop, uint32_t threads, replay::RingSetup ring) {
   SteadyStateRun r;
   const int64_t begin = host::monotonic_ns();
   auto writes = random_writes(span, seed);
   while (!r.steady.reached && host::monotonic_ns() - begin < max_ns && !(stop && *stop)) {
     r.iops_per_round.push_back(
-        run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop, threads).iops());
+        run_closed_loop(targets, qd, kRandomBlock, writes, round_ns, trace, {}, stop, threads, ring).iops());
     if (r.iops_per_round.size() >= kSteadyRounds)
       r.steady = steady_state(std::span<const double>(r.iops_per_round).last(kSteadyRounds));
   }

@@ -33,6 +33,7 @@ struct BenchOptions {
   double span_pct = 100;                // consistency: share of the LBA range written (over-provisioning)
   uint32_t qd = 32;
   uint32_t threads = 0;  // issue threads of the closed loops; 0 = closed_loop_threads' choice
+  replay::RingSetup ring;  // of each issue thread (replay/options.h)
   uint64_t seed = 1;
   std::string workload = "storage-light";  // fresh-vs-used: a profile (synthesized to fit) or a trace
   uint64_t workload_ios = 100000;          // fresh-vs-used, when a profile
@@ -55,15 +56,16 @@ SteadyState steady_state(std::span<const double> window);
 // The used state of `precondition`, on a target already filled: rounds of
 // `round_ns` of 4 KiB random writes at `qd` over the first `span` bytes until
 // the last kSteadyRounds rounds are in steady state, `max_ns` passed or
-// `stop` (when given) is set, on `threads` issue threads. Every IO goes to
-// `trace`.
+// `stop` (when given) is set, on `threads` issue threads with rings as
+// `ring` sets them up. Every IO goes to `trace`.
 struct SteadyStateRun {
   std::vector<double> iops_per_round;
   SteadyState steady;
 };
 SteadyStateRun random_writes_to_steady_state(const std::vector<replay::Target>& targets, uint64_t span, uint32_t qd,
                                              int64_t round_ns, int64_t max_ns, uint64_t seed, PhaseTrace* trace,
-                                             const std::atomic<bool>* stop, uint32_t threads = 1);
+                                             const std::atomic<bool>* stop, uint32_t threads = 1,
+                                             replay::RingSetup ring = {});
 
 // "precondition", "consistency", "trim", "fresh-vs-used". Throws TraceError.
 nlohmann::ordered_json run_bench(const std::string& test, const BenchOptions& options);

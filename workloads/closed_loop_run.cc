@@ -82,7 +82,7 @@ constexpr size_t kNextBatch = 64;  // IOs a thread takes from `next` at once
 
 PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace, replay::DataPattern data,
-                           const std::atomic<bool>* stop, uint32_t threads) {
+                           const std::atomic<bool>* stop, uint32_t threads, replay::RingSetup ring) {
   threads = std::max<uint32_t>(1, std::min(threads, qd));
   std::mutex next_mutex, trace_mutex;
   bool exhausted = false;
@@ -113,24 +113,27 @@ PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t 
       finished.clear();
     };
     const uint32_t depth = qd / threads + (t < qd % threads ? 1 : 0);
-    replay::ClosedLoop loop(targets, max_length, depth, data, [&](const replay::Finished& f) {
-      const replay::Completion& c = f.completion;
-      if (c.status < 0 && share.failed++ == 0) share.first_error = c.status;
-      if (trace) {
-        if (threads == 1) {
-          trace->add(f.io, f.issue_ns, c.complete_ns, c.status);
-        } else {
-          finished.push_back({f.io, f.issue_ns, c.complete_ns, c.status});
-          if (finished.size() >= kTraceBatch) flush_trace();
-        }
-      }
-      ++s.ios;
-      s.bytes += f.io.length;
-      s.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, c.complete_ns - f.issue_ns)));
-      const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
-      if (s.ios_per_second.size() <= second) s.ios_per_second.resize(second + 1, 0);
-      ++s.ios_per_second[second];
-    });
+    replay::ClosedLoop loop(
+        targets, max_length, depth, data,
+        [&](const replay::Finished& f) {
+          const replay::Completion& c = f.completion;
+          if (c.status < 0 && share.failed++ == 0) share.first_error = c.status;
+          if (trace) {
+            if (threads == 1) {
+              trace->add(f.io, f.issue_ns, c.complete_ns, c.status);
+            } else {
+              finished.push_back({f.io, f.issue_ns, c.complete_ns, c.status});
+              if (finished.size() >= kTraceBatch) flush_trace();
+            }
+          }
+          ++s.ios;
+          s.bytes += f.io.length;
+          s.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, c.complete_ns - f.issue_ns)));
+          const auto second = static_cast<size_t>((c.complete_ns - start) / kSecond);
+          if (s.ios_per_second.size() <= second) s.ios_per_second.resize(second + 1, 0);
+          ++s.ios_per_second[second];
+        },
+        ring);
     if (threads == 1) {
       begin();
     } else {

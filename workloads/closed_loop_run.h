@@ -60,10 +60,10 @@ using NextIo = std::function<bool(replay::ReplayIo&)>;
 // own and its share of the depth (qd / threads, the first qd % threads one
 // more), taking IOs from `next` in turn (called under a lock, one thread at a
 // time): so the total in flight never exceeds qd, and one thread's ceiling
-// (its CPU per IO) is not the phase's.
+// (its CPU per IO) is not the phase's. `ring`: each thread's (replay::UringEngine).
 PhaseStats run_closed_loop(const std::vector<replay::Target>& targets, uint32_t qd, uint64_t max_length,
                            const NextIo& next, int64_t max_ns, PhaseTrace* trace, replay::DataPattern data = {},
-                           const std::atomic<bool>* stop = nullptr, uint32_t threads = 1);
+                           const std::atomic<bool>* stop = nullptr, uint32_t threads = 1, replay::RingSetup ring = {});
 
 // Issue threads for a closed loop at `qd`: `requested` (at most qd), or with
 // 0 one thread per 8 IOs in flight, up to the CPUs this process may run on.

@@ -268,6 +268,7 @@ class Review {
   void open() {
     targets_.clear();
     targets_.push_back(replay::open_writable_target(o_.target, o_.force));
+    if (o_.ring.iopoll) replay::require_poll_queues(targets_);
     span_ = targets_[0].size / kAlign * kAlign;
     if (span_ == 0) throw format::UsageError(o_.target + ": smaller than 1 MiB");
   }
@@ -357,7 +358,7 @@ class Review {
       PhaseTrace trace(parts.back(), target(), test_, s.name, label());
       const PhaseStats r =
           run_closed_loop(targets_, s.qd, max_size(s), spec_ios(s, span_, o_.seed + i),
-                          static_cast<int64_t>(s.seconds * kSecond), &trace, s.data, &stop_, threads(s.qd));
+                          static_cast<int64_t>(s.seconds * kSecond), &trace, s.data, &stop_, threads(s.qd), o_.ring);
       trace.close();
       if (stop_) throw Interrupted{};
       v1::Phase rec;
@@ -525,7 +526,7 @@ class Review {
           at += io.length;
           return true;
         },
-        INT64_MAX / 2, &trace, {}, &stop_, threads(32));
+        INT64_MAX / 2, &trace, {}, &stop_, threads(32), o_.ring);
     trace.close();
     if (stop_) throw Interrupted{};
     return {{"trace", trace_name}, {"bytes", r.bytes}, {"duration_s", r.duration_ns / 1e9}, {"MBps", r.MBps()}};
@@ -598,7 +599,7 @@ class Review {
     const int64_t t0 = host::monotonic_ns();
     const auto state = random_writes_to_steady_state(
         targets_, span_, 32, static_cast<int64_t>(scale_.used_round_s * kSecond),
-        static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace, &stop_, threads(32));
+        static_cast<int64_t>(scale_.used_max_s * kSecond), o_.seed, &trace, &stop_, threads(32), o_.ring);
     trace.close();
     if (stop_) throw Interrupted{};
     out["used_state"] = {{"trace", "used-state.iot"},

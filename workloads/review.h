@@ -18,12 +18,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "analysis/review_page.h"
+#include "replay/options.h"
 #include "workloads/file_level.h"
 
 namespace iotape::workloads {
@@ -38,6 +38,7 @@ struct ReviewOptions {
   std::string label;                // the drive's name on the page; empty = the device's name
   uint64_t seed = 1;
   uint32_t threads = 0;  // issue threads of the closed loops; 0 = closed_loop_threads' choice
+  replay::RingSetup ring;  // of each issue thread (replay/options.h)
   // Records each file-level step's block IO (`iotape record`); unset: the
   // steps are measured without traces.
   StartRecording record;
