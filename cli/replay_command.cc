@@ -173,8 +173,8 @@ void add_replay_command(CLI::App& app) {
                 "onto devices with poll queues (queue/io_poll is 1: NVMe with the nvme module's poll_queues); "
                 "anything else is refused before the replay starts");
   sub->add_flag("--sqpoll", a->o.ring.sqpoll,
-                "A kernel thread per issue thread takes the submissions (io_uring SQPOLL), so submitting costs "
-                "no system call; it spins on a CPU of its own while IOs are submitted");
+                "A kernel thread per issue thread (io_uring SQPOLL, named iou-sqp-PID) takes the IOs off the "
+                "ring; it spins on a CPU of its own while IOs are submitted");
   sub->add_option("--events", a->events, "Which recorded time to follow where the trace has both")
       ->check(CLI::IsMember({"issue", "queue"}))
       ->capture_default_str();

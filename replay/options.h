@@ -55,8 +55,8 @@ struct RingSetup {
   // flight, as a device this fast is worth a core.
   bool iopoll = false;
   // IORING_SETUP_SQPOLL: a kernel thread takes the submissions off the ring,
-  // so submitting costs the issue thread no system call; it spins on a CPU
-  // of its own while the replay submits.
+  // so the issue thread enters the kernel only to wake it or to wait; it
+  // spins on a CPU of its own while the replay submits.
   bool sqpoll = false;
 };
 
