@@ -651,8 +651,12 @@ def judge_replay(run):
     the difference the per-IO comparison measures between the two probes'
     times is taken out. Both probes time the same tracepoints, one after the
     other: under TCG a request's completion came 3-10 us later to the second
-    probe than to the first, its issue 2-5 us
-    (see match_times in guest-check.sh). Not judged on busy time where the
+    probe than to the first, its issue 2-5 us; and for 1-5% of the IOs the
+    emulator stalled between the two probes, up to 4 ms, which moves the busy
+    time by more than 1% where such an IO starts or ends a busy period. So
+    where at most 10% of the IOs are more than 50 us apart, within 1% of the
+    tracer's union with those IOs' intervals as the replay timed them also
+    holds (see match_times in guest-check.sh). Not judged on busy time where the
     guest kernel reset the emulated drive during the cell: its stalled
     commands are issued again after the reset. Untimed IOs are shown, not
     judged: on 5.10, where io_uring runs fsyncs on worker threads, up to 0.5%
@@ -680,11 +684,15 @@ def judge_replay(run):
         diffs.append("no per-IO comparison")
     elif match["unmatched"]:
         diffs.append(f"{match['unmatched']:.0f} IOs without the tracer's request of their op, offset and length")
-    if not reset and abs(off) > 0.01 and abs(off - probes) > 0.01:
+    far_busy = match.get("far_as_replayed_busy_ns", 0)
+    far_off = (busy - far_busy) / far_busy if far_busy else 1.0
+    few_far = match.get("far", 0) <= 0.1 * (match.get("ios", 0) - match.get("unmatched", 0))
+    if not reset and abs(off) > 0.01 and abs(off - probes) > 0.01 and not (few_far and abs(far_off) <= 0.01):
         diffs.append(f"busy {busy / 1e6:.3f} ms vs tracer {truth / 1e6:.3f} ms ({100 * off:+.2f}%; "
-                     f"{100 * (off - probes):+.2f}% without the probes' difference)")
+                     f"{100 * (off - probes):+.2f}% without the probes' difference, {100 * far_off:+.2f}% against "
+                     f"the tracer's with its {match.get('far', 0):.0f} IOs over 50 us apart as replayed)")
     return {"result": "mismatch" if diffs else "exact", "detail": "; ".join(diffs), "busy_ns": busy,
-            "tracer_busy_ns": truth, "busy_off": off, "probes": probes, "busy_judged": not reset,
+            "tracer_busy_ns": truth, "busy_off": off, "probes": probes, "far_off": far_off, "busy_judged": not reset,
             "replayed_ios": result["ios"], "tracer_ios": tracer["ios"], "untimed": untimed,
             "unclaimed": int(meta.get("replay.device_unclaimed_requests", 0)), "match": match}
 
@@ -793,7 +801,8 @@ def print_table(results):
         if r["result"] == "exact" and r["backend"].startswith("replay"):
             m = r["match"]
             detail = (f"device times; busy {r['busy_ns'] / 1e6:.3f} ms, blk tracer {r['tracer_busy_ns'] / 1e6:.3f} ms "
-                      f"({100 * r['busy_off']:+.3f}%; probes {100 * r['probes']:+.3f}%"
+                      f"({100 * r['busy_off']:+.3f}%; probes {100 * r['probes']:+.3f}%; "
+                      f"{m.get('far', 0):.0f} IOs over 50 us apart as replayed {100 * r['far_off']:+.3f}%"
                       f"{'' if r['busy_judged'] else ', not judged: drive reset'}), {r['replayed_ios']} IOs replayed, "
                       f"{r['untimed']} untimed, {r['unclaimed']} requests unclaimed; per IO: "
                       f"{100 * m['within10us']:.2f}% within 10 us of the tracer's request, mean issue "
