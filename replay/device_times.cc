@@ -352,7 +352,9 @@ void DeviceTimes::join(std::vector<format::Io>& ios) {
   s.order.resize(ios.size());
   for (uint32_t i = 0; i < ios.size(); ++i) s.order[i] = i;
   const auto reaped = [&ios](uint32_t i) { return ios[i].has_complete() ? ios[i].complete_ns : INT64_MAX; };
-  std::stable_sort(s.order.begin(), s.order.end(), [&](uint32_t a, uint32_t b) { return reaped(a) < reaped(b); });
+  const auto by_reap = [&](uint32_t a, uint32_t b) { return reaped(a) < reaped(b); };
+  if (!std::is_sorted(s.order.begin(), s.order.end(), by_reap))
+    std::stable_sort(s.order.begin(), s.order.end(), by_reap);
   for (uint32_t i : s.order) s.time(ios[i], s.extra);
   ios.insert(ios.end(), s.extra.begin(), s.extra.end());
   s.forget(last_submit - kClockSlackNs);

@@ -22,6 +22,7 @@
 // Not thread-safe: one joining thread uses it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory_resource>
 #include <optional>
@@ -49,10 +50,12 @@ class PieceIndex {
   // REQUIRES: p.start < p.end.
   void add(const Piece& p) {
     const uint64_t length = p.end - p.start;
+    oldest_ = std::min(oldest_, p.complete);
     for (unsigned tier = 0; tier < kTiers; ++tier)
       if (length <= span(tier)) {
         slots_.emplace(key(tier, p.start >> kShift[tier]), p);
         ++filed_[tier];
+        straddling_[tier] += straddles(tier, p);
         return;
       }
     long_.push_back(p);
@@ -77,7 +80,8 @@ class PieceIndex {
         auto [it, end] = slots_.equal_range(key(tier, s));
         for (; it != end; ++it)
           if (consider(it->second)) best_slot = it, best_long = long_.size();
-        if (s == 0) break;
+        // Pieces within their slot, as aligned IOs' requests are, cover no byte of the next.
+        if (s == 0 || straddling_[tier] == 0) break;
       }
     }
     for (size_t i = 0; i < long_.size(); ++i)
@@ -88,7 +92,9 @@ class PieceIndex {
       long_[best_long] = long_.back();
       long_.pop_back();
     } else {
-      --filed_[best_slot->first & kTierMask];
+      const unsigned tier = best_slot->first & kTierMask;
+      --filed_[tier];
+      straddling_[tier] -= straddles(tier, p);
       slots_.erase(best_slot);
     }
     return p;
@@ -97,18 +103,26 @@ class PieceIndex {
   // Removes the pieces that completed before `before`; returns how many of
   // them were whole requests.
   uint64_t forget(int64_t before) {
+    // Called after every join, when the pieces left are mostly those of IOs
+    // still to join: looked through only when one may be older.
+    if (oldest_ >= before) return 0;
     uint64_t whole = 0;
+    oldest_ = INT64_MAX;
     for (auto it = slots_.begin(); it != slots_.end();) {
       if (it->second.complete < before) {
         whole += !it->second.remainder;
-        --filed_[it->first & kTierMask];
+        const unsigned tier = it->first & kTierMask;
+        --filed_[tier];
+        straddling_[tier] -= straddles(tier, it->second);
         it = slots_.erase(it);
       } else {
+        oldest_ = std::min(oldest_, it->second.complete);
         ++it;
       }
     }
     std::erase_if(long_, [&](const Piece& p) {
       whole += p.complete < before && !p.remainder;
+      if (p.complete >= before) oldest_ = std::min(oldest_, p.complete);
       return p.complete < before;
     });
     return whole;
@@ -122,9 +136,15 @@ class PieceIndex {
   static constexpr uint64_t kTierMask = 3;
   static constexpr uint64_t span(unsigned tier) { return uint64_t{1} << kShift[tier]; }
   static constexpr uint64_t key(unsigned tier, uint64_t slot) { return slot << 2 | tier; }
+  // Whether `p` runs past the end of its slot in `tier`.
+  static bool straddles(unsigned tier, const Piece& p) {
+    return (p.start >> kShift[tier]) != ((p.end - 1) >> kShift[tier]);
+  }
   using Slots = std::pmr::unordered_multimap<uint64_t, Piece>;
   Slots slots_;
-  uint64_t filed_[kTiers] = {};  // pieces per tier: a tier with none is not looked in
+  uint64_t filed_[kTiers] = {};       // pieces per tier: a tier with none is not looked in
+  uint64_t straddling_[kTiers] = {};  // of them, those running into the next slot
+  int64_t oldest_ = INT64_MAX;        // no piece completed before this
   std::vector<Piece> long_;
 };
 

@@ -200,7 +200,10 @@ void ResultWriter::join_through(std::deque<Pending>& pending, int64_t through, s
     for (size_t i = p.joined; i < p.batch.size() && p.batch[i].issue_ns <= through; ++i)
       joining_.push_back({&p.results[i], p.batch[i].issue_ns});
   if (joining_.empty()) return;
-  std::stable_sort(joining_.begin(), joining_.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto by_submission = [](const auto& a, const auto& b) { return a.second < b.second; };
+  // On one lane they come in order: no sort, which would allocate its buffer.
+  if (!std::is_sorted(joining_.begin(), joining_.end(), by_submission))
+    std::stable_sort(joining_.begin(), joining_.end(), by_submission);
   ios_.clear();
   for (const auto& [r, t] : joining_) ios_.push_back(*r);
   device_->join(ios_);
