@@ -13,7 +13,6 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 
@@ -118,10 +117,7 @@ struct DeviceTimes::State {
   std::unique_ptr<observer::Backend> backend;
   int64_t offset = 0;  // boottime - monotonic
   uint32_t pid = 0;
-  // By device: ranged requests; requests without a range. Each request is
-  // a node in and out within milliseconds: a pool keeps them off the heap
-  // and near each other.
-  std::pmr::unsynchronized_pool_resource pool;
+  // By device: ranged requests; requests without a range.
   std::vector<PieceIndex> ranged;
   std::vector<std::deque<Piece>> rangeless;
   DeviceTimesStats stats;
@@ -330,7 +326,7 @@ DeviceTimes::DeviceTimes(const std::vector<Target>& targets) : s_(std::make_uniq
   bo.pid = s.pid;
   bo.keep_anonymous = true;
   s.backend = observer::make_ebpf_backend(bo);
-  for (size_t i = 0; i < s.devices.size(); ++i) s.ranged.emplace_back(&s.pool);
+  s.ranged.resize(s.devices.size());
   s.rangeless.resize(s.devices.size());
   s.offset = boot_minus_monotonic();
 }

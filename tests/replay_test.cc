@@ -22,7 +22,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <memory_resource>
 #include <queue>
 #include <random>
 #include <set>
@@ -282,8 +281,7 @@ TEST_CASE("PieceIndex takes the piece covering a byte that completed first, as a
   // IOs' requests are (no piece reaches into the next slot, which the index
   // then does not look in), but for one in 40 that starts anywhere.
   const bool aligned = GENERATE(false, true);
-  std::pmr::unsynchronized_pool_resource pool;
-  replay::PieceIndex index(&pool);
+  replay::PieceIndex index;
   std::vector<replay::Piece> all;  // the reference: every piece filed and not taken
   constexpr uint64_t kSpace = 64 << 20;
   // Lengths from a byte to beyond the coarsest tier, starts anywhere (slot
