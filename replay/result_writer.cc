@@ -141,7 +141,8 @@ void ResultWriter::close_queues() {
 void ResultWriter::encode() {
   try {
     std::deque<Pending> pending;
-    std::vector<format::Io> ready, held;
+    std::vector<format::Io> ready;
+    Held held;
     std::vector<Slot> batch;
     // Per lane, the latest submission it handed over: its IOs still to come
     // were submitted later (INT64_MAX once it has closed its queue).
@@ -235,21 +236,36 @@ bool ResultWriter::next_batch(size_t& lane, std::vector<Slot>& batch, std::vecto
 
 // The result is in issue order: `results` join the IOs held back, which are
 // written in issue order up to `through`, past which IOs may still come.
-void ResultWriter::append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through) {
+// With device times some tens of thousands are held (the device's reordering
+// window): only the results and the held IOs they overlap are merged, and
+// the written ones' room is reclaimed once it outweighs the rest, rather
+// than the whole window sorted and moved at every batch.
+void ResultWriter::append(Held& held, std::vector<format::Io>& results, int64_t through) {
   const auto by_issue = [](const format::Io& a, const format::Io& b) { return a.issue_ns < b.issue_ns; };
   const auto after = [&](const format::Io& r) { return r.issue_ns > through; };
-  // Mostly nothing is held and the results are in order: written from where they are.
-  if (held.empty() && std::is_sorted(results.begin(), results.end(), by_issue)) {
+  if (!std::is_sorted(results.begin(), results.end(), by_issue)) sort_runs(results.begin(), results.end(), by_issue);
+  std::vector<format::Io>& v = held.ios;
+  if (held.first == v.size()) {  // nothing held: written from where they are
     const auto cut = std::find_if(results.begin(), results.end(), after);
     for (auto it = results.begin(); it != cut; ++it) writer_.append(*it);
-    held.assign(cut, results.end());
+    v.assign(cut, results.end());
+    held.first = 0;
     return;
   }
-  held.insert(held.end(), results.begin(), results.end());
-  sort_runs(held.begin(), held.end(), by_issue);
-  const auto cut = std::find_if(held.begin(), held.end(), after);
-  for (auto it = held.begin(); it != cut; ++it) writer_.append(*it);
-  held.erase(held.begin(), cut);
+  const size_t old_end = v.size();
+  v.insert(v.end(), results.begin(), results.end());
+  if (old_end < v.size() && by_issue(v[old_end], v[old_end - 1])) {
+    const auto from = std::upper_bound(v.begin() + static_cast<ptrdiff_t>(held.first),
+                                       v.begin() + static_cast<ptrdiff_t>(old_end), v[old_end], by_issue);
+    std::inplace_merge(from, v.begin() + static_cast<ptrdiff_t>(old_end), v.end(), by_issue);
+  }
+  size_t i = held.first;
+  for (; i < v.size() && !after(v[i]); ++i) writer_.append(v[i]);
+  held.first = i;
+  if (held.first * 2 >= v.size()) {
+    v.erase(v.begin(), v.begin() + static_cast<ptrdiff_t>(held.first));
+    held.first = 0;
+  }
 }
 
 void ResultWriter::finish() {

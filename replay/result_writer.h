@@ -77,7 +77,12 @@ class ResultWriter {
   void encode();  // the writer thread's body
   void join_through(std::deque<Pending>& pending, int64_t through, std::vector<format::Io>& ready);
   bool next_batch(size_t& lane, std::vector<Slot>& batch, std::vector<int64_t>& submitted);
-  void append(std::vector<format::Io>& held, const std::vector<format::Io>& results, int64_t through);
+  // Finished IOs not yet written, in issue order: [first, ios.size()).
+  struct Held {
+    std::vector<format::Io> ios;
+    size_t first = 0;
+  };
+  void append(Held& held, std::vector<format::Io>& results, int64_t through);
 
   DeviceTimes* device_;
   Fidelity& fidelity_;
