@@ -223,13 +223,18 @@ run() {
 # putting a few IOs milliseconds apart: for the IOs more than 50 us apart
 # ("far"), the sum of their distances, and the tracer's busy time (all its
 # requests) with theirs taken as the replay timed them (far_as_replayed_busy_ns).
+# IOs without a request of theirs are named, with the tracer's request at
+# their offset if any (unmatched_ios).
 match_times() {
 	awk 'BEGIN { FS = "," }
 		FNR == 1 { file++; next }
-		$10 == "" || $11 == "" { next }
+		$11 == "" { next }
 		# An fsync'"'"'s empty write the device never saw (issue = queue time) is no
 		# busy time (format::Io::never_issued).
-		file == 1 && !($5 == "write" && $8 == 0 && $6 ~ /F/ && $9 == $10) { t++; iss[t] = $10; com[t] = $11 }
+		file == 1 {
+			t++; iss[t] = $10; com[t] = $11; row[$7] = $5 "," $6 "," $8 "," $10 "," $11
+			busy[t] = $10 != "" && !($5 == "write" && $8 == 0 && $6 ~ /F/ && $9 == $10)
+		}
 		$5 != "read" && $5 != "write" && $5 != "discard" || $8 == 0 { next }
 		file == 1 { k = $5 ":" $7 ":" $8; n[k]++; req[k, n[k]] = t; next }
 		{
@@ -239,7 +244,10 @@ match_times() {
 				d = iss[req[k, j]] - $10; if (d < 0) d = -d
 				if (best < 0 || d < bd) { best = req[k, j]; bd = d }
 			}
-			if (best < 0) { unmatched++; next }
+			if (best < 0) {
+				if (unmatched++ < 3) missed = missed " " $5 "," $6 "," $7 "," $8 "," $10 "," $11 "/tracer:" ($7 in row ? row[$7] : "none")
+				next
+			}
 			di = $10 - iss[best]; dc = $11 - com[best]
 			sdi += di; sdc += dc
 			ai = di < 0 ? -di : di; ac = dc < 0 ? -dc : dc; m = ai > ac ? ai : ac
@@ -251,11 +259,12 @@ match_times() {
 		END {
 			for (i = 1; i <= t; i++)
 				if (i in as_iss) print as_iss[i], as_com[i] >"/tmp/intervals"
-				else print iss[i], com[i] >"/tmp/intervals"
+				else if (busy[i]) print iss[i], com[i] >"/tmp/intervals"
 			matched = ios - unmatched
 			printf "ios %d unmatched %d within10us %.4f within50us %.4f mean_dissue_ns %.0f mean_dcomplete_ns %.0f worst_us %.1f",
 				ios, unmatched, w10 / matched, w50 / matched, sdi / matched, sdc / matched, worst / 1000
 			printf " far %d far_shift_ns %.0f far_dissue_ns %.0f far_dcomplete_ns %.0f", far, far_shift, far_di, far_dc
+			if (missed != "") printf " unmatched_ios%s", missed
 		}' "$1" "$2"
 	# The union of those intervals, swept in start order.
 	sort -n /tmp/intervals | awk '

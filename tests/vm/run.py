@@ -669,7 +669,8 @@ def judge_replay(run):
                                               f"{run.get('tracer_rc')}: {why[:400]}"}
     result, tracer = json.loads(run["result_json"]), json.loads(run["tracer_json"])
     meta = json.loads(run.get("result_info", "{}")).get("metadata", {})
-    words = run.get("match", "").split()
+    figures, _, missed = run.get("match", "").partition(" unmatched_ios ")
+    words = figures.split()
     match = {k: float(v) for k, v in zip(words[::2], words[1::2])}
     busy, truth = result["busy_time_ns"], tracer["busy_time_ns"]
     off = (busy - truth) / truth if truth else 1.0
@@ -683,7 +684,8 @@ def judge_replay(run):
     if not match:
         diffs.append("no per-IO comparison")
     elif match["unmatched"]:
-        diffs.append(f"{match['unmatched']:.0f} IOs without the tracer's request of their op, offset and length")
+        diffs.append(f"{match['unmatched']:.0f} IOs without the tracer's request of their op, offset and length "
+                     f"(op,flags,offset,length,issue,complete/the tracer's at that offset: {missed})")
     far_busy = match.get("far_as_replayed_busy_ns", 0)
     far_off = (busy - far_busy) / far_busy if far_busy else 1.0
     few_far = match.get("far", 0) <= 0.1 * (match.get("ios", 0) - match.get("unmatched", 0))
