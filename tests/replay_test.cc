@@ -1313,14 +1313,11 @@ TEST_CASE(
   const std::string trace = dir.file("src.iotape"), result = dir.file("result.iotape");
   write_trace(trace, ios, 64 * kMiB);
   test::run("udevadm settle");
-  std::vector<BlkTrace::Request> requests;
-  {
-    BlkTrace tracer(loop);
-    const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill full --qd recorded"));
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    requests = tracer.completed_requests();
-  }
+  // How many pairs lie apart depends on how the loop device's worker takes
+  // them, from run to run: the replay runs until 20 have been judged (of the
+  // 600 IOs, 34-154 in 21 runs on an idle machine, 198-250 with a VM running
+  // beside; 2 once), each run checked whole.
+  size_t judged = 0;
   // Each IO's times are those of the tracer's request of its op and range,
   // not those of the other op's request at that offset. The blk tracer's
   // probe runs before the observer's on the same tracepoints, so the two
@@ -1331,65 +1328,75 @@ TEST_CASE(
   // than twice that skew (kApart); there it must be nearer its own. Every IO
   // must lie within 500 us of its own request.
   constexpr int64_t kApart = 150'000;
-  using Request = BlkTrace::Request;
-  std::map<std::pair<char, uint64_t>, std::vector<Request>> at;
-  for (const auto& q : requests) at[{q.op, q.offset}].push_back(q);
-  const auto gap = [](const Request& q, int64_t issue_ns, int64_t complete_ns) {
-    return std::abs(q.issue_ns - issue_ns) + std::abs(q.complete_ns - complete_ns);
-  };
-  const auto nearest = [&](char op, uint64_t offset, int64_t issue_ns, int64_t complete_ns) -> const Request* {
-    const Request* best = nullptr;
-    for (const auto& q : at[{op, offset}])
-      if (!best || gap(q, issue_ns, complete_ns) < gap(*best, issue_ns, complete_ns)) best = &q;
-    return best;
-  };
-  const auto out = read_all(result);
-  REQUIRE(out.size() == ios.size());
-  size_t wrong = 0, judged = 0, without_completion = 0;
-  std::string bad;
-  for (const auto& io : out) {
-    INFO("the " << (io.op == format::Op::kRead ? "read" : "discard") << " at " << io.offset << ", submitted at "
-                << io.queue_ns << " ns");
-    // Untimed only where the kernel did not deliver its request's completion (checked below).
-    if (!io.has_complete()) {
-      ++without_completion;
-      continue;
+  for (int run = 1; run <= 5 && judged < 20; ++run) {
+    INFO("run " << run);
+    std::vector<BlkTrace::Request> requests;
+    {
+      BlkTrace tracer(loop);
+      const auto r = test::run(replay_cmd(trace, loop.path(), result, "--allow-write --prefill full --qd recorded"));
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+      requests = tracer.completed_requests();
     }
-    const bool read = io.op == format::Op::kRead;
-    const char own_op = read ? 'R' : 'D', other_op = read ? 'D' : 'R';
-    const Request* own = nearest(own_op, io.offset, io.issue_ns, io.complete_ns);
-    const Request* other = nearest(other_op, io.offset, io.issue_ns, io.complete_ns);
-    REQUIRE(own);
-    REQUIRE(other);
-    const int64_t to_own = gap(*own, io.issue_ns, io.complete_ns), to_other = gap(*other, io.issue_ns, io.complete_ns);
-    // The other request nearest the IO's own one: how far the two were apart.
-    const int64_t apart =
-        gap(*nearest(other_op, io.offset, own->issue_ns, own->complete_ns), own->issue_ns, own->complete_ns);
-    const bool judge = apart > kApart;
-    judged += judge;
-    if (to_own > 500'000 || (judge && to_other < to_own)) {
-      ++wrong;
-      bad += fmt::format("{} at {}: {} ns from its own request, {} ns from the other (the two {} ns apart)\n",
-                         read ? "read" : "discard", io.offset, to_own, to_other, apart);
+    using Request = BlkTrace::Request;
+    std::map<std::pair<char, uint64_t>, std::vector<Request>> at;
+    for (const auto& q : requests) at[{q.op, q.offset}].push_back(q);
+    const auto gap = [](const Request& q, int64_t issue_ns, int64_t complete_ns) {
+      return std::abs(q.issue_ns - issue_ns) + std::abs(q.complete_ns - complete_ns);
+    };
+    const auto nearest = [&](char op, uint64_t offset, int64_t issue_ns, int64_t complete_ns) -> const Request* {
+      const Request* best = nullptr;
+      for (const auto& q : at[{op, offset}])
+        if (!best || gap(q, issue_ns, complete_ns) < gap(*best, issue_ns, complete_ns)) best = &q;
+      return best;
+    };
+    const auto out = read_all(result);
+    REQUIRE(out.size() == ios.size());
+    size_t wrong = 0, without_completion = 0;
+    std::string bad;
+    for (const auto& io : out) {
+      INFO("the " << (io.op == format::Op::kRead ? "read" : "discard") << " at " << io.offset << ", submitted at "
+                  << io.queue_ns << " ns");
+      // Untimed only where the kernel did not deliver its request's completion (checked below).
+      if (!io.has_complete()) {
+        ++without_completion;
+        continue;
+      }
+      const bool read = io.op == format::Op::kRead;
+      const char own_op = read ? 'R' : 'D', other_op = read ? 'D' : 'R';
+      const Request* own = nearest(own_op, io.offset, io.issue_ns, io.complete_ns);
+      const Request* other = nearest(other_op, io.offset, io.issue_ns, io.complete_ns);
+      REQUIRE(own);
+      REQUIRE(other);
+      const int64_t to_own = gap(*own, io.issue_ns, io.complete_ns),
+                    to_other = gap(*other, io.issue_ns, io.complete_ns);
+      // The other request nearest the IO's own one: how far the two were apart.
+      const int64_t apart =
+          gap(*nearest(other_op, io.offset, own->issue_ns, own->complete_ns), own->issue_ns, own->complete_ns);
+      const bool judge = apart > kApart;
+      judged += judge;
+      if (to_own > 500'000 || (judge && to_other < to_own)) {
+        ++wrong;
+        bad += fmt::format("{} at {}: {} ns from its own request, {} ns from the other (the two {} ns apart)\n",
+                           read ? "read" : "discard", io.offset, to_own, to_other, apart);
+      }
     }
+    INFO(wrong << " of " << out.size() << " IOs carry times that are not their own request's\n" << bad);
+    CHECK(wrong == 0);
+    // No request served two IOs: the tracer's requests were not merged.
+    format::TraceReader rr(result);
+    CHECK(rr.metadata().at("replay.device_merged_ios") == "0");
+    const uint64_t untimed = std::stoull(rr.metadata().at("replay.device_untimed_ios"));
+    INFO("untimed IOs " << untimed << ", requests whose completion the kernel did not deliver "
+                        << rr.metadata().at("replay.device_uncompleted_requests"));
+    CHECK(untimed == without_completion);
+    CHECK((untimed == 0 || std::stoull(rr.metadata().at("replay.device_uncompleted_requests")) > 0));
+    CHECK(untimed <= out.size() / 100);
+    CHECK(rr.metadata().at("replay.device_split_ios") == "0");
   }
-  INFO(wrong << " of " << out.size() << " IOs carry times that are not their own request's\n" << bad);
-  CHECK(wrong == 0);
-  // Enough pairs whose two requests lie apart for the check to mean
-  // something. How many do depends on the machine's load: of the 600 IOs,
-  // 34-154 in 21 runs on an idle machine, 198-250 with a VM running beside.
-  INFO(judged << " of " << out.size() << " IOs' own and other requests lie more than " << kApart << " ns apart");
+  // Enough pairs whose two requests lie apart for the check to mean something.
+  INFO(judged << " IOs' own and other requests lay more than " << kApart << " ns apart");
   CHECK(judged >= 20);
-  // No request served two IOs: the tracer's requests were not merged.
-  format::TraceReader rr(result);
-  CHECK(rr.metadata().at("replay.device_merged_ios") == "0");
-  const uint64_t untimed = std::stoull(rr.metadata().at("replay.device_untimed_ios"));
-  INFO("untimed IOs " << untimed << ", requests whose completion the kernel did not deliver "
-                      << rr.metadata().at("replay.device_uncompleted_requests"));
-  CHECK(untimed == without_completion);
-  CHECK((untimed == 0 || std::stoull(rr.metadata().at("replay.device_uncompleted_requests")) > 0));
-  CHECK(untimed <= out.size() / 100);
-  CHECK(rr.metadata().at("replay.device_split_ios") == "0");
 }
 
 // With original timing on one ring, and afap on two rings, whose IOs are
