@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -152,7 +153,7 @@ class PieceIndex {
   };
   size_t bucket(uint64_t k) const { return (k * 0x9E3779B97F4A7C15ULL) >> shift_; }
   void file(uint64_t k, const Piece& p) {
-    if (filed_[0] + filed_[1] + filed_[2] >= buckets_.size()) grow();
+    if (filed_[0] + filed_[1] + filed_[2] >= buckets_.size()) grow();  // the pieces in slots
     uint32_t n = free_;
     if (n != kNil) {
       free_ = nodes_[n].next;
@@ -175,8 +176,7 @@ class PieceIndex {
   void grow() {
     std::vector<uint32_t> old(buckets_.empty() ? 512 : buckets_.size() * 2, kNil);
     old.swap(buckets_);
-    --shift_;
-    if (old.empty()) shift_ = 64 - 9;
+    shift_ = 64 - std::countr_zero(buckets_.size());
     for (uint32_t head : old)
       for (uint32_t n = head; n != kNil;) {
         const uint32_t next = nodes_[n].next;
@@ -189,7 +189,7 @@ class PieceIndex {
   std::vector<Node> nodes_;
   std::vector<uint32_t> buckets_;
   uint32_t free_ = kNil;
-  unsigned shift_ = 64;
+  unsigned shift_ = 0;                // 64 - log2(buckets_.size())
   uint64_t filed_[kTiers] = {};       // pieces per tier: a tier with none is not looked in
   uint64_t straddling_[kTiers] = {};  // of them, those running into the next slot
   int64_t oldest_ = INT64_MAX;        // no piece completed before this

@@ -236,8 +236,8 @@ bool ResultWriter::next_batch(size_t& lane, std::vector<Slot>& batch, std::vecto
 
 // The result is in issue order: `results` join the IOs held back, which are
 // written in issue order up to `through`, past which IOs may still come.
-// With device times some tens of thousands are held (the device's reordering
-// window): only the results and the held IOs they overlap are merged, and
+// With device times thousands are held (the device's reordering window, at
+// hundreds of thousands of IOPS): only the results and the held IOs they overlap are merged, and
 // the written ones' room is reclaimed once it outweighs the rest, rather
 // than the whole window sorted and moved at every batch.
 void ResultWriter::append(Held& held, std::vector<format::Io>& results, int64_t through) {
